@@ -1,0 +1,41 @@
+"""Shared pytest fixtures: tenants, tokens and authenticated API clients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from rest_framework.test import APIClient
+
+from paypilot.models import Tenant
+from paypilot.services import tenant_create, token_issue
+
+
+@pytest.fixture
+def tenant(db) -> Tenant:  # type: ignore[no-untyped-def]
+    return tenant_create(slug="acme", name="Acme Ltd")
+
+
+@pytest.fixture
+def other_tenant(db) -> Tenant:  # type: ignore[no-untyped-def]
+    return tenant_create(slug="globex", name="Globex Corp")
+
+
+@pytest.fixture
+def make_token(db) -> Callable[..., str]:  # type: ignore[no-untyped-def]
+    def _make(tenant: Tenant, role: str = "integrator") -> str:
+        return token_issue(tenant=tenant, role=role).plaintext
+
+    return _make
+
+
+@pytest.fixture
+def api_client_for(make_token) -> Callable[..., APIClient]:  # type: ignore[no-untyped-def]
+    """`api_client_for(tenant, "integrator")` -> an APIClient sending that role's bearer token."""
+
+    def _client(tenant: Tenant, role: str = "integrator") -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(tenant, role)}")
+        return client
+
+    return _client

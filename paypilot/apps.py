@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class PaypilotConfig(AppConfig):
+    name = "paypilot"
+    verbose_name = "PayPilot core"
+    default_auto_field = "django.db.models.BigAutoField"

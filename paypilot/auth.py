@@ -1,0 +1,146 @@
+"""Bearer-token authentication, the role permission table and the one `authorize()`.
+
+Every API view calls `authorize(request, permission=...)` first. Rejections answer one
+uniform body per status and each writes exactly one audit event.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from django.db import models
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from paypilot.api import ApiError
+from paypilot.models import ApiToken, Role, Tenant
+from paypilot.services import audit_record, token_parse, token_touch, token_verify
+
+M = TypeVar("M", bound=models.Model)
+
+_ALL = frozenset(Role.values)
+# The single permission table: permission -> roles that hold it. platform_admin holds all.
+PERMISSIONS: dict[str, frozenset[str]] = {
+    "decide": frozenset({Role.INTEGRATOR, Role.TENANT_ADMIN}),
+    "decisions.read": frozenset({Role.INTEGRATOR, Role.TENANT_ADMIN, Role.VIEWER, Role.APPROVER}),
+    "decisions.report_outcome": frozenset({Role.INTEGRATOR, Role.TENANT_ADMIN}),
+    "payment_failed": frozenset({Role.INTEGRATOR, Role.TENANT_ADMIN}),
+    "report.read": _ALL,
+    "refusals.read": frozenset({Role.TENANT_ADMIN}),
+    "metrics.read": frozenset({Role.TENANT_ADMIN}),
+    "drafts.approve": frozenset({Role.APPROVER, Role.TENANT_ADMIN}),
+    "tokens.read": frozenset({Role.TENANT_ADMIN}),
+}
+
+
+def role_allows(role: str, permission: str) -> bool:
+    if permission not in PERMISSIONS:
+        raise KeyError(f"unknown permission: {permission}")
+    return role == Role.PLATFORM_ADMIN or role in PERMISSIONS[permission]
+
+
+@dataclass(frozen=True)
+class Principal:
+    tenant: Tenant
+    token: ApiToken
+    role: str
+
+    @property
+    def actor(self) -> str:
+        return f"token:{self.token.prefix}"
+
+
+def client_prefix(remote_addr: str | None) -> str:
+    """The client's /24 (IPv4) or /48 (IPv6) network: enough to spot abuse, not a person."""
+    try:
+        ip = ipaddress.ip_address(remote_addr or "")
+    except ValueError:
+        return "unknown"
+    bits = 24 if ip.version == 4 else 48
+    return str(ipaddress.ip_network(f"{ip}/{bits}", strict=False))
+
+
+def _reject(request: Request | Any, *, status: int, reason: str, tenant: Tenant | None,
+            token: ApiToken | None) -> ApiError:
+    detail: dict[str, Any] = {
+        "reason": reason,
+        "path": getattr(request, "path", ""),
+        "method": getattr(request, "method", ""),
+        "client": client_prefix(request.META.get("REMOTE_ADDR")),
+    }
+    if token is not None:
+        detail["token_prefix"] = token.prefix
+    audit_record(
+        event="paypilot.auth.rejected",
+        tenant=tenant,
+        actor=f"token:{token.prefix}" if token else "anonymous",
+        detail=detail,
+    )
+    if status == 401:
+        return ApiError(401, "unauthorized", "a valid bearer token is required")
+    if status == 404:
+        return ApiError(404, "not_found", "not found")
+    messages = {
+        "tenant_suspended": "this tenant is suspended",
+        "tenant_deactivated": "this tenant is deactivated",
+        "forbidden_role": "this token's role may not do that",
+    }
+    return ApiError(403, reason, messages.get(reason, reason))
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer pp_<prefix>_<secret>`; looked up by prefix, compared in constant time."""
+
+    def authenticate(self, request: Request) -> tuple[None, ApiToken] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        scheme, _, value = header.partition(" ")
+        parsed = token_parse(value.strip()) if scheme.lower() == "bearer" else None
+        token = None
+        if parsed is not None:
+            token = (
+                ApiToken.objects.select_related("tenant").filter(prefix=parsed[0]).first()
+            )
+        if token is None or parsed is None or not token_verify(token=token, secret=parsed[1]):
+            raise _reject(request, status=401, reason="bad_token", tenant=None, token=None)
+        if token.revoked_at is not None:
+            raise _reject(request, status=401, reason="revoked_token", tenant=token.tenant, token=token)
+        token_touch(token=token)
+        return (None, token)
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="paypilot"'
+
+
+def authorize(request: Request, *, permission: str) -> Principal:
+    """The one gate every API view passes: token present, tenant active, role allowed."""
+    token = request.auth
+    if not isinstance(token, ApiToken):
+        raise _reject(request, status=401, reason="missing_token", tenant=None, token=None)
+    tenant = token.tenant
+    if tenant.status != Tenant.Status.ACTIVE:
+        reason = "tenant_suspended" if tenant.status == Tenant.Status.SUSPENDED else "tenant_deactivated"
+        raise _reject(request, status=403, reason=reason, tenant=tenant, token=token)
+    if not role_allows(token.role, permission):
+        raise _reject(request, status=403, reason="forbidden_role", tenant=tenant, token=token)
+    return Principal(tenant=tenant, token=token, role=token.role)
+
+
+def tenant_object_or_404(
+    queryset: models.QuerySet[M], *, principal: Principal, request: Request, **lookup: Any
+) -> M:
+    """This tenant's object, or a 404 identical to a missing one.
+
+    When the object exists under another tenant the attempt is audited; the answer is
+    the same either way so nothing about other tenants leaks.
+    """
+    found = queryset.filter(tenant=principal.tenant, **lookup).first()
+    if found is not None:
+        return found
+    if queryset.filter(**lookup).exclude(tenant=principal.tenant).exists():
+        raise _reject(request, status=404, reason="cross_tenant", tenant=principal.tenant,
+                      token=principal.token)
+    raise ApiError(404, "not_found", "not found")

@@ -1,0 +1,86 @@
+"""Database-level guards: append-only tables and the one way past them.
+
+`append_only(table)` is a migration operation that installs triggers refusing UPDATE and
+DELETE on SQLite and PostgreSQL. `append_only_override(operation)` is the single, named
+exception (GDPR erasure, retention purge): it inserts a marker row that the triggers look
+for and deletes it before the surrounding transaction commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import connection, migrations, transaction
+
+OVERRIDE_TABLE = "paypilot_appendonlyoverride"
+ALLOWED_OVERRIDES = frozenset({"gdpr_erase", "retention_purge"})
+
+_PG_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION paypilot_refuse_change() RETURNS trigger AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM {OVERRIDE_TABLE}) THEN
+        IF TG_OP = 'DELETE' THEN RETURN OLD; END IF;
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'append-only table %: % refused', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = '42501';
+END;
+$$ LANGUAGE plpgsql;
+"""
+
+
+def _statements(vendor: str, table: str) -> list[str]:
+    if vendor == "postgresql":
+        return [
+            _PG_FUNCTION,
+            f'DROP TRIGGER IF EXISTS {table}_append_only ON "{table}"',
+            f'CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON "{table}" '
+            f"FOR EACH ROW EXECUTE FUNCTION paypilot_refuse_change()",
+        ]
+    if vendor == "sqlite":
+        return [
+            f"""CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON "{table}"
+            WHEN NOT EXISTS (SELECT 1 FROM {OVERRIDE_TABLE})
+            BEGIN SELECT RAISE(ABORT, 'append-only table {table}: {op} refused'); END"""
+            for op in ("UPDATE", "DELETE")
+        ]
+    raise NotImplementedError(f"append-only triggers are not written for {vendor}")
+
+
+def _drop_statements(vendor: str, table: str) -> list[str]:
+    if vendor == "postgresql":
+        return [f'DROP TRIGGER IF EXISTS {table}_append_only ON "{table}"']
+    return [f"DROP TRIGGER IF EXISTS {table}_no_{op}" for op in ("update", "delete")]
+
+
+def append_only(table: str) -> migrations.RunPython:
+    """Migration operation: refuse UPDATE and DELETE on `table` at the database."""
+
+    def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
+        for sql in _statements(schema_editor.connection.vendor, table):
+            schema_editor.execute(sql)
+
+    def backwards(apps, schema_editor):  # type: ignore[no-untyped-def]
+        for sql in _drop_statements(schema_editor.connection.vendor, table):
+            schema_editor.execute(sql)
+
+    return migrations.RunPython(forwards, backwards, elidable=False)
+
+
+@contextmanager
+def append_only_override(operation: str) -> Iterator[None]:
+    """Allow UPDATE/DELETE on append-only tables for one named operation, in one transaction."""
+    if operation not in ALLOWED_OVERRIDES:
+        raise ValueError(f"unknown append-only override: {operation}")
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {OVERRIDE_TABLE} (operation, created_at) VALUES (%s, CURRENT_TIMESTAMP)",
+                [operation],
+            )
+        try:
+            yield
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute(f"DELETE FROM {OVERRIDE_TABLE} WHERE operation = %s", [operation])

@@ -1,0 +1,109 @@
+"""Request context (id, timing, access log, security headers) and rate limits."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from paypilot.auth import client_prefix
+
+access_log = logging.getLogger("paypilot.access")
+
+_SANE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
+_SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+}
+
+
+class RequestContextMiddleware:
+    """X-Request-ID (kept when sane, else generated), X-Process-Time, security headers and
+    one JSON access-log line per request: never headers or bodies."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        incoming = request.META.get("HTTP_X_REQUEST_ID", "")
+        request_id = incoming if _SANE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        request.request_id = request_id  # type: ignore[attr-defined]
+        response = self.get_response(request)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        response["X-Request-ID"] = request_id
+        response["X-Process-Time"] = f"{elapsed_ms:.2f}ms"
+        for header, value in _SECURITY_HEADERS.items():
+            response.headers.setdefault(header, value)
+        if access_log.isEnabledFor(logging.INFO):
+            match = getattr(request, "resolver_match", None)
+            access_log.info(
+                json.dumps(
+                    {
+                        "method": request.method,
+                        "route": match.route if match else None,
+                        "status": response.status_code,
+                        "ms": round(elapsed_ms, 2),
+                        "client": client_prefix(request.META.get("REMOTE_ADDR")),
+                        "request_id": request_id,
+                    },
+                    separators=(",", ":"),
+                )
+            )
+        return response
+
+
+_EXEMPT_PREFIXES = ("/health", "/static/")
+
+
+class RateLimitMiddleware:
+    """Fixed-window limits per bearer-token prefix and per client IP on the shared cache.
+
+    The token's prefix is read from the header without a database lookup, so a flood of
+    bad tokens costs a cache increment, not a query. A limit of 0 switches that limit off.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith(_EXEMPT_PREFIXES):
+            window = settings.PAYPILOT_RATE_LIMIT_WINDOW_SECONDS
+            bucket = int(time.time() // window)
+            retry_after = window - int(time.time() % window)
+            header = request.META.get("HTTP_AUTHORIZATION", "")
+            token_prefix = ""
+            if header.startswith("Bearer pp_") and header.count("_") >= 2:
+                token_prefix = header.split("_", 2)[1]
+            checks = [("ip", request.META.get("REMOTE_ADDR", ""), settings.PAYPILOT_RATE_LIMIT_PER_IP)]
+            if token_prefix:
+                checks.append(("tok", token_prefix, settings.PAYPILOT_RATE_LIMIT_PER_TOKEN))
+            for kind, ident, limit in checks:
+                if limit and _count(f"rl:{kind}:{ident}:{bucket}", window) > limit:
+                    who = "client address" if kind == "ip" else "token"
+                    response = JsonResponse(
+                        {"error": "rate_limited", "detail": f"too many requests for this {who}"},
+                        status=429,
+                    )
+                    response["Retry-After"] = str(retry_after)
+                    return response
+        return self.get_response(request)
+
+
+def _count(key: str, window: int) -> int:
+    if cache.add(key, 1, timeout=window + 1):
+        return 1
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=window + 1)
+        return 1

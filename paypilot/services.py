@@ -1,0 +1,160 @@
+"""Core writes: audit events, tenants and API tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from paypilot.models import ApiToken, AuditEvent, Role, Tenant
+
+logger = logging.getLogger("paypilot.audit")
+
+TOKEN_PREFIX_BYTES = 5  # 10 hex characters: public, used for lookup
+TOKEN_SECRET_BYTES = 32
+_warned_unsalted = False
+
+
+def pii_hash(value: str) -> str:
+    """Salted SHA-256 of a personal value (email, external id) for audit and logs."""
+    global _warned_unsalted
+    salt = settings.PAYPILOT_PII_SALT
+    if not salt and not _warned_unsalted:
+        _warned_unsalted = True
+        logger.warning("PAYPILOT_PII_SALT is unset: personal values are hashed without a salt")
+    return hashlib.sha256(f"{salt}:{value}".encode()).hexdigest()[:32]
+
+
+# Keys an audit detail may carry: ids, codes, counts, hashes. Anything else is dropped so a
+# careless caller cannot put a name, an email or a request body into the permanent log.
+AUDIT_DETAIL_ALLOWLIST = frozenset(
+    {
+        "reason", "gate", "role", "token_prefix", "client", "path", "method", "status",
+        "invoice_id", "invoice", "customer", "draft", "approval", "send", "decision",
+        "event_id", "webhook_event", "provider", "rule_fired", "rules_version", "from_state",
+        "to_state", "cause", "model", "prompt_hash", "verdict", "fallback_used", "count",
+        "counts", "subject_hash", "tenant", "operation", "arm", "kind", "note_hash",
+        "action", "slug", "status_from", "status_to", "refusal", "dry_run", "attempt",
+        "amount_minor", "currency", "locale", "source", "edited", "approver", "approvals",
+    }
+)
+
+
+def audit_record(
+    *,
+    event: str,
+    tenant: Tenant | None = None,
+    actor: str = "system",
+    detail: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Append one audit event. Call inside the transaction of the change it records."""
+    clean = {k: v for k, v in (detail or {}).items() if k in AUDIT_DETAIL_ALLOWLIST}
+    dropped = sorted(set(detail or {}) - set(clean))
+    if dropped:
+        logger.warning("audit detail keys dropped for %s: %s", event, ",".join(dropped))
+    return AuditEvent.objects.create(event=event, tenant=tenant, actor=actor[:100], detail=clean)
+
+
+# --- tenants ------------------------------------------------------------------------------
+
+def tenant_create(*, slug: str, name: str, actor: str = "system") -> Tenant:
+    with transaction.atomic():
+        tenant = Tenant.objects.create(slug=slug, name=name)
+        audit_record(event="paypilot.tenant.created", tenant=tenant, actor=actor, detail={"slug": slug})
+    return tenant
+
+
+def tenant_set_status(*, tenant: Tenant, status: str, actor: str = "system") -> bool:
+    """Move a tenant to `status`; returns False when it already was there. Audited."""
+    if status not in Tenant.Status.values:
+        raise ValueError(f"unknown tenant status: {status}")
+    with transaction.atomic():
+        locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        if locked.status == status:
+            return False
+        if locked.status == Tenant.Status.DEACTIVATED:
+            raise ValueError("a deactivated tenant cannot be changed")
+        previous = locked.status
+        locked.status = status
+        locked.save(update_fields=["status"])
+        audit_record(
+            event=f"paypilot.tenant.{status}",
+            tenant=locked,
+            actor=actor,
+            detail={"status_from": previous, "status_to": status},
+        )
+    tenant.status = status
+    return True
+
+
+# --- tokens -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: ApiToken
+    plaintext: str  # shown once, never stored
+
+
+def _hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def token_issue(*, tenant: Tenant, role: str, label: str = "", actor: str = "system") -> IssuedToken:
+    """Create a token; the plaintext `pp_<prefix>_<secret>` is returned once and never stored."""
+    if role not in Role.values:
+        raise ValueError(f"unknown role: {role}")
+    prefix = secrets.token_hex(TOKEN_PREFIX_BYTES)
+    secret = secrets.token_urlsafe(TOKEN_SECRET_BYTES)
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            tenant=tenant, role=role, label=label, prefix=prefix, secret_hash=_hash_secret(secret)
+        )
+        audit_record(
+            event="paypilot.token.issued",
+            tenant=tenant,
+            actor=actor,
+            detail={"token_prefix": prefix, "role": role},
+        )
+    return IssuedToken(token=token, plaintext=f"pp_{prefix}_{secret}")
+
+
+def token_revoke(*, token: ApiToken, actor: str = "system") -> bool:
+    with transaction.atomic():
+        updated = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        if updated:
+            audit_record(
+                event="paypilot.token.revoked",
+                tenant=token.tenant,
+                actor=actor,
+                detail={"token_prefix": token.prefix},
+            )
+    return bool(updated)
+
+
+def token_parse(plaintext: str) -> tuple[str, str] | None:
+    """Split `pp_<prefix>_<secret>`; None when it is not shaped like one of ours."""
+    parts = plaintext.split("_", 2)
+    if len(parts) != 3 or parts[0] != "pp" or len(parts[1]) != TOKEN_PREFIX_BYTES * 2:
+        return None
+    return parts[1], parts[2]
+
+
+def token_verify(*, token: ApiToken, secret: str) -> bool:
+    return hmac.compare_digest(token.secret_hash, _hash_secret(secret))
+
+
+def token_touch(*, token: ApiToken) -> None:
+    """Record use, at most once a minute per token, so auth stays a read on the hot path."""
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now

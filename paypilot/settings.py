@@ -1,0 +1,241 @@
+"""PayPilot settings: every value comes from the environment through one `environ.Env`.
+
+Production differs from development only by environment. Unsafe things default to off
+and fail closed (see docs/configuration.md, which a test keeps in step with this file).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+FACTS_DIR = Path(os.environ.get("PAYPILOT_FACTS_DIR", BASE_DIR.parent / "shared" / "facts"))
+
+env = environ.Env()
+if (BASE_DIR / ".env").is_file():
+    env.read_env(str(BASE_DIR / ".env"))
+
+TESTING = "pytest" in sys.modules or env.bool("PAYPILOT_TESTING", default=False)
+
+# --- core -----------------------------------------------------------------------------
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+_DEV_SECRET = "paypilot-insecure-development-key-only-for-local-use"
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default=_DEV_SECRET)
+if SECRET_KEY == _DEV_SECRET and not DEBUG and env.bool("PAYPILOT_REQUIRE_SECRET_KEY", default=False):
+    raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when PAYPILOT_REQUIRE_SECRET_KEY=1")
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+PAYPILOT_COMMIT = env.str("PAYPILOT_COMMIT", default="")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_q",
+    "anymail",
+    "paypilot",
+    "decisions",
+    "ledger",
+    "dunning",
+    "approvals",
+    "integrations",
+]
+
+# Lean on purpose: each middleware costs throughput on the hot API paths.
+MIDDLEWARE = [
+    "paypilot.middleware.RequestContextMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "paypilot.middleware.RateLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "paypilot.urls"
+WSGI_APPLICATION = "paypilot.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- storage ----------------------------------------------------------------------------
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers proceed during a write; IMMEDIATE takes the write lock at BEGIN so
+    # concurrent writers queue on busy_timeout instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
+            ),
+        }
+    )
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://paypilot")}
+
+# --- django-q2 --------------------------------------------------------------------------
+Q_TIMEOUT = env.int("PAYPILOT_Q_TIMEOUT", default=60)
+Q_CLUSTER: dict[str, object] = {
+    "name": "paypilot",
+    "workers": env.int("PAYPILOT_Q_WORKERS", default=2),
+    "timeout": Q_TIMEOUT,
+    "retry": Q_TIMEOUT + 30,  # must exceed timeout or a slow task runs twice at once
+    "max_attempts": env.int("PAYPILOT_Q_MAX_ATTEMPTS", default=5),
+    "save_limit": 1000,
+    "catch_up": False,
+    "label": "Tasks",
+    "sync": TESTING or env.bool("PAYPILOT_Q_SYNC", default=False),
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+if int(Q_CLUSTER["retry"]) <= int(Q_CLUSTER["timeout"]):  # type: ignore[call-overload]
+    raise ImproperlyConfigured("Q_CLUSTER retry must be greater than timeout")
+
+# --- auth, sessions, security -------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = env.int("DJANGO_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("DJANGO_BEHIND_TLS_PROXY", default=False) else None
+)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env.path("DJANGO_STATIC_ROOT", default=BASE_DIR / "var" / "static")
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+# --- logging: one JSON line per request on the paypilot.access logger ---------------------
+LOG_LEVEL = env.str("PAYPILOT_LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "paypilot": {"handlers": ["stderr"], "level": LOG_LEVEL, "propagate": False},
+        "django_q": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+    },
+}
+
+# --- REST API ---------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["paypilot.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "paypilot.api.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "PayPilot API",
+    "DESCRIPTION": "Failed-payment recovery: decisions, recovery plans, reports.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Rate limits: requests per window, per bearer token and per client IP.
+PAYPILOT_RATE_LIMIT_PER_TOKEN = env.int("PAYPILOT_RATE_LIMIT_PER_TOKEN", default=600)
+PAYPILOT_RATE_LIMIT_PER_IP = env.int("PAYPILOT_RATE_LIMIT_PER_IP", default=1200)
+PAYPILOT_RATE_LIMIT_WINDOW_SECONDS = env.int("PAYPILOT_RATE_LIMIT_WINDOW_SECONDS", default=60)
+
+# --- PayPilot ---------------------------------------------------------------------------
+PAYPILOT_DEFAULT_TENANT = env.str("PAYPILOT_DEFAULT_TENANT", default="demo")
+PAYPILOT_DEMO_TENANT = env.str("PAYPILOT_DEMO_TENANT", default="demo")
+PAYPILOT_BUSINESS_NAME = env.str("PAYPILOT_BUSINESS_NAME", default="")
+PAYPILOT_PUBLIC_BASE_URL = env.str("PAYPILOT_PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
+PAYPILOT_PII_SALT = env.str("PAYPILOT_PII_SALT", default="")
+
+# Ledger
+PAYPILOT_HOLDOUT_PCT = max(0, min(100, env.int("PAYPILOT_HOLDOUT_PCT", default=0)))
+PAYPILOT_HOLDOUT_SEED = env.str("PAYPILOT_HOLDOUT_SEED", default="paypilot")
+
+# Dunning
+PAYPILOT_LLM_DRAFT = env.bool("PAYPILOT_LLM_DRAFT", default=False)
+PAYPILOT_LLM_MODEL = env.str("PAYPILOT_LLM_MODEL", default="gpt-4o-mini")
+PAYPILOT_EMBEDDING_MODEL = env.str("PAYPILOT_EMBEDDING_MODEL", default="text-embedding-3-small")
+PAYPILOT_LLM_BUDGET_USD = env.float("PAYPILOT_LLM_BUDGET_USD", default=0.0)  # 0 means no cap
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
+
+# Integrations
+PAYPILOT_ALLOW_UNSIGNED_WEBHOOKS = env.bool("PAYPILOT_ALLOW_UNSIGNED_WEBHOOKS", default=False)
+PAYPILOT_SECRETS_KEY = env.str("PAYPILOT_SECRETS_KEY", default="")  # Fernet key for provider secrets
+PAYPILOT_LINK_ALLOWED_HOSTS = env.list(
+    "PAYPILOT_LINK_ALLOWED_HOSTS",
+    default=["billing.stripe.com", "invoice.stripe.com", "pay.stripe.com"],
+)
+PAYPILOT_LINK_TTL_DAYS = env.int("PAYPILOT_LINK_TTL_DAYS", default=30)
+PAYPILOT_SWEEP_AFTER_MINUTES = env.int("PAYPILOT_SWEEP_AFTER_MINUTES", default=5)
+
+# Approvals and sending
+PAYPILOT_APPROVAL_TTL_HOURS = env.int("PAYPILOT_APPROVAL_TTL_HOURS", default=48)
+PAYPILOT_SEND_EMAIL = env.bool("PAYPILOT_SEND_EMAIL", default=False)
+PAYPILOT_ALLOWED_RECIPIENTS = env.list("PAYPILOT_ALLOWED_RECIPIENTS", default=[])
+PAYPILOT_MAX_TOUCHES = env.int("PAYPILOT_MAX_TOUCHES", default=3)
+PAYPILOT_SEND_COOLDOWN_HOURS = env.int("PAYPILOT_SEND_COOLDOWN_HOURS", default=24)
+PAYPILOT_AI_DISCLOSURE = env.str("PAYPILOT_AI_DISCLOSURE", default="")
+PAYPILOT_HIGH_VALUE_ANNUAL = env.int("PAYPILOT_HIGH_VALUE_ANNUAL", default=0)  # major units; 0 = off
+PAYPILOT_SEND_FALLBACK_DIR = env.path("PAYPILOT_SEND_FALLBACK_DIR", default=BASE_DIR / "var" / "send-fallback")
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="billing@example.com")
+ANYMAIL = env.dict("ANYMAIL", default={})
+
+# Operations
+PAYPILOT_RETENTION_MONTHS = env.int("PAYPILOT_RETENTION_MONTHS", default=12)
+PAYPILOT_WEBHOOK_BODY_DAYS = env.int("PAYPILOT_WEBHOOK_BODY_DAYS", default=30)
