@@ -59,11 +59,11 @@ def append_only(table: str) -> migrations.RunPython:
 
     def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
         for sql in _statements(schema_editor.connection.vendor, table):
-            schema_editor.execute(sql)
+            schema_editor.execute(sql, params=None)
 
     def backwards(apps, schema_editor):  # type: ignore[no-untyped-def]
         for sql in _drop_statements(schema_editor.connection.vendor, table):
-            schema_editor.execute(sql)
+            schema_editor.execute(sql, params=None)
 
     return migrations.RunPython(forwards, backwards, elidable=False)
 

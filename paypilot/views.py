@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -34,7 +35,12 @@ class TokenOutput(serializers.ModelSerializer):
         fields = ["prefix", "role", "label", "created_at", "last_used_at", "revoked_at"]
 
 
+class TokenListOutput(serializers.Serializer):
+    tokens = TokenOutput(many=True)
+
+
 class TokenListApi(APIView):
+    @extend_schema(operation_id="tokens_list", responses={200: TokenListOutput})
     def get(self, request: Request) -> Response:
         principal = authorize(request, permission="tokens.read")
         tokens = ApiToken.objects.filter(tenant=principal.tenant).order_by("-created_at")[:200]
@@ -42,6 +48,7 @@ class TokenListApi(APIView):
 
 
 class TokenDetailApi(APIView):
+    @extend_schema(operation_id="tokens_detail", responses={200: TokenOutput})
     def get(self, request: Request, prefix: str) -> Response:
         principal = authorize(request, permission="tokens.read")
         token = tenant_object_or_404(ApiToken.objects.all(), principal=principal, request=request, prefix=prefix)
