@@ -14,6 +14,7 @@ from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from paypilot.auth import client_prefix
+from paypilot.metrics import LATENCY, REQUESTS
 
 access_log = logging.getLogger("paypilot.access")
 
@@ -44,13 +45,16 @@ class RequestContextMiddleware:
         response["X-Process-Time"] = f"{elapsed_ms:.2f}ms"
         for header, value in _SECURITY_HEADERS.items():
             response.headers.setdefault(header, value)
+        match = getattr(request, "resolver_match", None)
+        route = match.route if match else "unmatched"
+        REQUESTS.labels(request.method, route, str(response.status_code)).inc()
+        LATENCY.labels(route).observe(elapsed_ms / 1000)
         if access_log.isEnabledFor(logging.INFO):
-            match = getattr(request, "resolver_match", None)
             access_log.info(
                 json.dumps(
                     {
                         "method": request.method,
-                        "route": match.route if match else None,
+                        "route": route,
                         "status": response.status_code,
                         "ms": round(elapsed_ms, 2),
                         "client": client_prefix(request.META.get("REMOTE_ADDR")),

@@ -8,6 +8,7 @@ from paypilot import views
 
 urlpatterns = [
     path("health", views.health, name="health"),
+    path("metrics", views.MetricsApi.as_view(), name="metrics"),
     path("tokens", views.TokenListApi.as_view(), name="token-list"),
     path("tokens/<str:prefix>", views.TokenDetailApi.as_view(), name="token-detail"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -12,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from paypilot.auth import authorize, tenant_object_or_404
+from paypilot.metrics import REGISTRY
 from paypilot.models import ApiToken
 
 
@@ -53,3 +55,12 @@ class TokenDetailApi(APIView):
         principal = authorize(request, permission="tokens.read")
         token = tenant_object_or_404(ApiToken.objects.all(), principal=principal, request=request, prefix=prefix)
         return Response(TokenOutput(token).data)
+
+
+class MetricsApi(APIView):
+    """Prometheus text format, for tenant and platform admins."""
+
+    @extend_schema(operation_id="metrics", responses={(200, "text/plain"): str})
+    def get(self, request: Request) -> HttpResponse:
+        authorize(request, permission="metrics.read")
+        return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
