@@ -1,0 +1,158 @@
+"""HTTP views of the decisions app: POST /decide, the decision history and outcomes."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import DatabaseError
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.parsers import BaseParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from decisions import rules, selectors, services, validation
+from decisions.validation import BodyRefused
+from paypilot.api import ApiError
+from paypilot.auth import Principal, authorize
+
+logger = logging.getLogger("paypilot.decisions")
+
+_ERROR = inline_serializer("DecisionError", {
+    "error": serializers.CharField(), "detail": serializers.CharField(),
+    "refusal_id": serializers.IntegerField(required=False),
+    "field": serializers.CharField(required=False), "constraint": serializers.CharField(required=False),
+})
+_DECIDE_IN = inline_serializer("DecideInput", {
+    "invoice_id": serializers.RegexField(r"^[A-Za-z0-9_-]{1,64}$"),
+    "failure_code": serializers.RegexField(r"^[a-z0-9_]{1,64}$"),
+    "attempt": serializers.IntegerField(min_value=1, max_value=50, default=1),
+    "prior_failures": serializers.IntegerField(min_value=0, max_value=50, default=0),
+})
+_OUTCOME_IN = inline_serializer("OutcomeInput", {
+    "outcome": serializers.ChoiceField(choices=list(validation.REPORTABLE_OUTCOMES)),
+    "report_key": serializers.RegexField(r"^[A-Za-z0-9_.:-]{1,128}$"),
+})
+
+
+class _RawBodyParser(BaseParser):
+    """Declares JSON for the schema; the views read and check the raw bytes themselves."""
+
+    media_type = "application/json"
+
+
+def _read_body(request: Request) -> bytes:
+    # Refuse on the declared length before reading, then on what actually arrived
+    # (a chunked body declares none).
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if declared.isdigit() and int(declared) > validation.MAX_BODY_BYTES:
+        raise validation.body_too_large()
+    body = request._request.read(validation.MAX_BODY_BYTES + 1)
+    if len(body) > validation.MAX_BODY_BYTES:
+        raise validation.body_too_large()
+    return body
+
+
+def _refuse(principal: Principal, refused: BodyRefused) -> ApiError:
+    """Record the refusal (gate and reason only) and build the 4xx that names its row."""
+    # Only a field the contract knows is stored; an unknown key's name stays out of the log.
+    known = refused.field if refused.field in validation.DECIDE_FIELDS else ""
+    try:
+        row = services.decision_refusal_record(tenant=principal.tenant, gate=refused.gate,
+                                               reason=refused.reason, field=known)
+    except DatabaseError:
+        logger.exception("decision refusal could not be recorded")
+        return ApiError(503, "audit_unavailable", "the refusal could not be recorded")
+    code = "invalid_input" if refused.status == 422 else refused.reason
+    return ApiError(refused.status, code, refused.detail, reason=refused.reason,
+                    refusal_id=row.pk, **refused.extra())
+
+
+class DecideApi(APIView):
+    parser_classes = [_RawBodyParser]
+
+    @extend_schema(
+        operation_id="decide",
+        request=_DECIDE_IN,
+        responses={200: dict, 400: _ERROR, 413: _ERROR, 422: _ERROR, 503: _ERROR},
+        examples=[OpenApiExample("card expired", request_only=True,
+                                 value={"invoice_id": "in_1001", "failure_code": "card_expired"})],
+        description="Decide from the rules table and record the decision before answering.",
+    )
+    def post(self, request: Request) -> Response:
+        principal = authorize(request, permission="decide")
+        try:
+            data = validation.parse_object(_read_body(request))
+            clean = validation.decide_input(data)
+        except BodyRefused as refused:
+            raise _refuse(principal, refused) from None
+        decision = rules.decide(failure_code=clean.failure_code, attempt=clean.attempt,
+                                prior_failures=clean.prior_failures)
+        try:
+            record = services.decision_record(tenant=principal.tenant, invoice_ref=clean.invoice_id,
+                                              decision=decision, source="api")
+        except DatabaseError:
+            # No audit row, no answer: the decision is withheld entirely.
+            logger.exception("decision audit row could not be written")
+            raise ApiError(503, "audit_unavailable", "the decision could not be recorded") from None
+        body: dict[str, Any] = {"invoice_id": clean.invoice_id, **decision.as_dict(),
+                                "decided_at": rules.iso_ms(record.decided_at),
+                                "tenant": principal.tenant.slug, "audit_id": record.pk}
+        return Response(body)
+
+
+class DecisionListApi(APIView):
+    @extend_schema(operation_id="decisions_list", responses={200: dict, 404: _ERROR})
+    def get(self, request: Request, invoice_id: str) -> Response:
+        principal = authorize(request, permission="decisions.read")
+        records = []
+        if validation.INVOICE_ID_RE.fullmatch(invoice_id):
+            records = selectors.decision_list(tenant=principal.tenant, invoice_ref=invoice_id)
+        if not records:
+            # Same answer whether the invoice is unknown or another tenant's.
+            raise ApiError(404, "not_found", "not found")
+        slug = principal.tenant.slug
+        return Response({
+            "invoice_id": invoice_id,
+            "tenant": slug,
+            "outcome": selectors.outcome_latest(tenant=principal.tenant, invoice_ref=invoice_id),
+            "decisions": [selectors.decision_as_dict(r, tenant_slug=slug) for r in records],
+        })
+
+
+class OutcomeReportApi(APIView):
+    parser_classes = [_RawBodyParser]
+
+    @extend_schema(operation_id="decisions_outcome_report", request=_OUTCOME_IN,
+                   responses={200: dict, 201: dict, 404: _ERROR, 422: _ERROR})
+    def post(self, request: Request, invoice_id: str) -> Response:
+        principal = authorize(request, permission="decisions.report_outcome")
+        if not (validation.INVOICE_ID_RE.fullmatch(invoice_id)
+                and selectors.decision_exists(tenant=principal.tenant, invoice_ref=invoice_id)):
+            raise ApiError(404, "not_found", "not found")
+        try:
+            outcome, report_key = validation.outcome_input(validation.parse_object(_read_body(request)))
+        except BodyRefused as refused:
+            code = "invalid_input" if refused.status == 422 else refused.reason
+            raise ApiError(refused.status, code, refused.detail, reason=refused.reason,
+                           **refused.extra()) from None
+        result = services.decision_outcome_report(tenant=principal.tenant, invoice_ref=invoice_id,
+                                                  outcome=outcome, report_key=report_key)
+        row = result.outcome
+        return Response({
+            "invoice_id": row.invoice_ref,
+            "outcome": row.outcome,
+            "report_key": row.report_key,
+            "reported_at": rules.iso_ms(row.reported_at),
+            "outcome_id": row.pk,
+            "replayed": not result.created,
+        }, status=201 if result.created else 200)
+
+
+class OutcomeSummaryApi(APIView):
+    @extend_schema(operation_id="decisions_outcome_summary", responses={200: dict})
+    def get(self, request: Request) -> Response:
+        principal = authorize(request, permission="decisions.read")
+        return Response({"tenant": principal.tenant.slug, **selectors.outcome_summary(tenant=principal.tenant)})

@@ -1,0 +1,94 @@
+"""The decision audit, reported outcomes and refused request bodies: all append-only."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from paypilot.models import Tenant
+
+
+class DecisionRecord(models.Model):
+    """One decision as it was returned. UPDATE and DELETE are refused by database triggers.
+
+    Holds the input codes and the answer, never a name, an email or the request body.
+    """
+
+    class Source(models.TextChoices):
+        API = "api"  # POST /decide
+        PIPELINE = "pipeline"  # the recovery pipeline deciding for a ledger invoice
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    invoice_ref = models.CharField(max_length=64)
+    source = models.CharField(max_length=16, choices=Source.choices)
+    failure_code = models.CharField(max_length=64)
+    attempt = models.PositiveSmallIntegerField()
+    prior_failures = models.PositiveSmallIntegerField()
+    rule_fired = models.CharField(max_length=64)
+    matched = models.BooleanField()
+    churn_risk = models.CharField(max_length=8)
+    action = models.CharField(max_length=64)
+    retry_in_days = models.PositiveSmallIntegerField()
+    offer = models.CharField(max_length=300)
+    escalated = models.BooleanField()
+    retry_at = models.DateTimeField(null=True, blank=True)
+    schedule_source = models.CharField(max_length=64)
+    likelihood = models.FloatField()
+    expected_recovered_minor = models.BigIntegerField(null=True, blank=True)
+    annual_value_at_risk_minor = models.BigIntegerField(null=True, blank=True)
+    rules_version = models.CharField(max_length=32)
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "invoice_ref", "-decided_at"], name="decision_tenant_invoice")]
+
+    def __str__(self) -> str:
+        return f"{self.invoice_ref}: {self.rule_fired} ({self.rules_version})"
+
+
+class DecisionOutcome(models.Model):
+    """What happened to a decided invoice, as reported by the caller. Append-only.
+
+    A separate table rather than a column on the decision, because a column would need an
+    UPDATE and the decision audit allows none.
+    """
+
+    class Outcome(models.TextChoices):
+        PAID = "paid"  # the invoice was paid after the decision
+        NOT_PAID = "not_paid"  # the caller says it was not paid
+        # "unknown" is deliberately not a choice: it is what no report means.
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    invoice_ref = models.CharField(max_length=64)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    report_key = models.CharField(max_length=128)
+    reported_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "report_key"], name="decision_outcome_report_key_once"),
+        ]
+        indexes = [models.Index(fields=["tenant", "invoice_ref"], name="outcome_tenant_invoice")]
+
+    def __str__(self) -> str:
+        return f"{self.invoice_ref}: {self.outcome}"
+
+
+class DecisionRefusal(models.Model):
+    """A refused POST /decide body: which gate refused it and why, never the input itself."""
+
+    class Gate(models.TextChoices):
+        SIZE = "size"  # body larger than the limit
+        PARSE = "parse"  # body is not a JSON object
+        FIELDS = "fields"  # unknown field, or a field failing its constraint
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    gate = models.CharField(max_length=16, choices=Gate.choices)
+    reason = models.CharField(max_length=64)  # body_too_large, invalid_body, unknown_field...
+    field = models.CharField(max_length=64, blank=True)  # the field's name when one is at fault
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "-created_at"], name="refusal_tenant_created")]
+
+    def __str__(self) -> str:
+        return f"{self.gate}/{self.reason}"

@@ -1,0 +1,94 @@
+"""Reads of the decisions app: a tenant's decisions for an invoice and the outcome counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Max
+
+from decisions.models import DecisionOutcome, DecisionRecord
+from decisions.rules import iso_ms
+from paypilot.models import Tenant
+
+DECISIONS_PER_INVOICE = 50
+UNKNOWN = "unknown"  # what "no outcome reported" is called; never stored
+
+
+def decision_as_dict(record: DecisionRecord, *, tenant_slug: str) -> dict[str, Any]:
+    """The answer shape of POST /decide, rebuilt from the stored row."""
+    return {
+        "invoice_id": record.invoice_ref,
+        "rule_fired": record.rule_fired,
+        "matched": record.matched,
+        "input": {
+            "failure_code": record.failure_code,
+            "attempt": record.attempt,
+            "prior_failures": record.prior_failures,
+        },
+        "churn_risk": record.churn_risk,
+        "strategy": {
+            "action": record.action,
+            "retry_in_days": record.retry_in_days,
+            "offer": record.offer,
+            "escalated": record.escalated,
+        },
+        "schedule": {"retry_at": iso_ms(record.retry_at), "source": record.schedule_source},
+        "impact": {
+            "recovery_likelihood": record.likelihood,
+            "expected_recovered_minor": record.expected_recovered_minor,
+            "annual_value_at_risk_minor": record.annual_value_at_risk_minor,
+        },
+        "rules_version": record.rules_version,
+        "decided_at": iso_ms(record.decided_at),
+        "tenant": tenant_slug,
+        "audit_id": record.pk,
+        "source": record.source,
+    }
+
+
+def decision_list(*, tenant: Tenant, invoice_ref: str) -> list[DecisionRecord]:
+    """This tenant's decisions for one invoice, newest first, at most 50."""
+    return list(
+        DecisionRecord.objects.filter(tenant=tenant, invoice_ref=invoice_ref)
+        .order_by("-decided_at", "-pk")[:DECISIONS_PER_INVOICE]
+    )
+
+
+def decision_exists(*, tenant: Tenant, invoice_ref: str) -> bool:
+    return DecisionRecord.objects.filter(tenant=tenant, invoice_ref=invoice_ref).exists()
+
+
+def outcome_latest(*, tenant: Tenant, invoice_ref: str) -> str:
+    """The latest reported outcome of an invoice, or "unknown" when nobody reported one."""
+    row = (
+        DecisionOutcome.objects.filter(tenant=tenant, invoice_ref=invoice_ref)
+        .order_by("-reported_at", "-pk")
+        .values_list("outcome", flat=True)
+        .first()
+    )
+    return row or UNKNOWN
+
+
+def outcome_summary(*, tenant: Tenant) -> dict[str, int]:
+    """Counts per decided invoice: its latest reported outcome, or unknown when none.
+
+    Counted per invoice rather than per decision, so an invoice decided three times and
+    paid once counts as one paid invoice.
+    """
+    decided = set(
+        DecisionRecord.objects.filter(tenant=tenant).values_list("invoice_ref", flat=True).distinct()
+    )
+    latest_pk = (
+        DecisionOutcome.objects.filter(tenant=tenant)
+        .values("invoice_ref")
+        .annotate(last=Max("pk"))
+        .values_list("last", flat=True)
+    )
+    latest = dict(
+        DecisionOutcome.objects.filter(pk__in=list(latest_pk)).values_list("invoice_ref", "outcome")
+    )
+    counts = {DecisionOutcome.Outcome.PAID.value: 0, DecisionOutcome.Outcome.NOT_PAID.value: 0, UNKNOWN: 0}
+    for invoice_ref in decided:
+        counts[latest.get(invoice_ref, UNKNOWN)] += 1
+    reports = DecisionOutcome.objects.filter(tenant=tenant).aggregate(n=Count("pk"))["n"]
+    return {**counts, "decided_invoices": len(decided), "reports": reports}

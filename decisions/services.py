@@ -1,0 +1,86 @@
+"""Writes of the decisions app: the decision audit row, refusals and reported outcomes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db import IntegrityError, transaction
+
+from decisions.models import DecisionOutcome, DecisionRecord, DecisionRefusal
+from decisions.rules import Decision
+from paypilot.models import Tenant
+
+
+def now_ms() -> datetime:
+    """The current UTC time truncated to milliseconds, the precision every answer shows."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond - now.microsecond % 1000)
+
+
+def decision_record(*, tenant: Tenant, invoice_ref: str, decision: Decision, source: str,
+                    decided_at: datetime | None = None) -> DecisionRecord:
+    """Append the audit row for `decision`. Raises (DatabaseError, ValueError) when it cannot.
+
+    Callers must not act on or return a decision this did not record.
+    """
+    if source not in DecisionRecord.Source.values:
+        raise ValueError(f"unknown decision source: {source}")
+    impact = decision.impact
+    return DecisionRecord.objects.create(
+        tenant=tenant,
+        invoice_ref=invoice_ref,
+        source=source,
+        failure_code=decision.failure_code,
+        attempt=decision.attempt,
+        prior_failures=decision.prior_failures,
+        rule_fired=decision.rule_fired,
+        matched=decision.matched,
+        churn_risk=decision.churn_risk,
+        action=decision.strategy.action,
+        retry_in_days=decision.strategy.retry_in_days,
+        offer=decision.strategy.offer,
+        escalated=decision.strategy.escalated,
+        retry_at=decision.schedule.retry_at,
+        schedule_source=decision.schedule.source,
+        likelihood=decision.likelihood,
+        expected_recovered_minor=impact.expected_recovered_minor if impact else None,
+        annual_value_at_risk_minor=impact.annual_value_at_risk_minor if impact else None,
+        rules_version=decision.rules_version,
+        decided_at=decided_at or now_ms(),
+    )
+
+
+def decision_refusal_record(*, tenant: Tenant, gate: str, reason: str, field: str = "") -> DecisionRefusal:
+    """Append a refusal row: the gate, a reason code and at most a known field's name."""
+    return DecisionRefusal.objects.create(tenant=tenant, gate=gate, reason=reason, field=field[:64],
+                                          created_at=now_ms())
+
+
+@dataclass(frozen=True)
+class OutcomeResult:
+    outcome: DecisionOutcome
+    created: bool  # False when this report_key was already stored: a replay
+
+
+def decision_outcome_report(*, tenant: Tenant, invoice_ref: str, outcome: str,
+                            report_key: str) -> OutcomeResult:
+    """Append an outcome once per (tenant, report_key); a replay returns the first row.
+
+    The unique constraint decides between concurrent identical reports: the loser's
+    INSERT fails and it answers with the winner's row. Raises ValueError for an outcome
+    that cannot be reported (such as "unknown").
+    """
+    if outcome not in DecisionOutcome.Outcome.values:
+        raise ValueError(f"outcome cannot be reported: {outcome}")
+    existing = DecisionOutcome.objects.filter(tenant=tenant, report_key=report_key).first()
+    if existing is not None:
+        return OutcomeResult(outcome=existing, created=False)
+    try:
+        with transaction.atomic():
+            row = DecisionOutcome.objects.create(tenant=tenant, invoice_ref=invoice_ref, outcome=outcome,
+                                                 report_key=report_key, reported_at=now_ms())
+        return OutcomeResult(outcome=row, created=True)
+    except IntegrityError:
+        return OutcomeResult(outcome=DecisionOutcome.objects.get(tenant=tenant, report_key=report_key),
+                             created=False)

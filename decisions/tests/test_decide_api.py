@@ -1,0 +1,169 @@
+"""POST /decide: the contract, status by status."""
+
+from __future__ import annotations
+
+import json
+import re
+from unittest import mock
+
+import pytest
+from django.db import DatabaseError
+
+from decisions.models import DecisionRecord, DecisionRefusal
+from decisions.rules import RULES_VERSION
+
+pytestmark = pytest.mark.django_db
+
+
+def post(client, body, **extra):  # type: ignore[no-untyped-def]
+    raw = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    return client.post("/decide", data=raw, content_type="application/json", **extra)
+
+
+@pytest.fixture
+def client(tenant, api_client_for):  # type: ignore[no-untyped-def]
+    return api_client_for(tenant, "integrator")
+
+
+def test_decision_answer_shape_and_audit_row(client, tenant):  # type: ignore[no-untyped-def]
+    response = post(client, {"invoice_id": "in_1001", "failure_code": "insufficient_funds", "attempt": 3})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["invoice_id"] == "in_1001"
+    assert body["rule_fired"] == "insufficient_funds" and body["matched"] is True
+    assert body["input"] == {"failure_code": "insufficient_funds", "attempt": 3, "prior_failures": 0}
+    assert body["churn_risk"] == "high"
+    assert body["strategy"]["action"] == "wait_and_retry"
+    assert body["strategy"]["retry_in_days"] == 2 and body["strategy"]["escalated"] is True
+    assert body["strategy"]["offer"]
+    assert body["schedule"]["source"] == "paypilot_suggestion" and body["schedule"]["retry_at"].endswith("Z")
+    assert body["impact"]["recovery_likelihood"] == 0.55
+    assert body["rules_version"] == RULES_VERSION
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", body["decided_at"])
+    assert body["tenant"] == tenant.slug
+    record = DecisionRecord.objects.get(pk=body["audit_id"])
+    assert record.tenant == tenant and record.invoice_ref == "in_1001" and record.source == "api"
+    assert record.rule_fired == "insufficient_funds" and record.rules_version == RULES_VERSION
+
+
+def test_defaults_and_unknown_code_fires_default(client):  # type: ignore[no-untyped-def]
+    body = post(client, {"invoice_id": "in_1", "failure_code": "something_new"}).json()
+    assert body["rule_fired"] == "default" and body["matched"] is False
+    assert body["input"]["attempt"] == 1 and body["input"]["prior_failures"] == 0
+    assert body["churn_risk"] == "low"
+
+
+def test_no_retry_code_has_no_retry_time(client):  # type: ignore[no-untyped-def]
+    body = post(client, {"invoice_id": "in_2", "failure_code": "retries_exhausted"}).json()
+    assert body["schedule"] == {"retry_at": None, "source": "none"}
+    assert body["strategy"]["retry_in_days"] == 0
+
+
+def _refusal(response, status: int, code: str) -> DecisionRefusal:  # type: ignore[no-untyped-def]
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert body["error"] == code
+    refusal = DecisionRefusal.objects.get(pk=body["refusal_id"])
+    return refusal
+
+
+def test_body_too_large_is_413_with_refusal(client, tenant):  # type: ignore[no-untyped-def]
+    raw = json.dumps({"invoice_id": "in_1", "failure_code": "card_expired", "pad": "x" * 5000})
+    refusal = _refusal(post(client, raw), 413, "body_too_large")
+    assert (refusal.gate, refusal.reason, refusal.tenant) == ("size", "body_too_large", tenant)
+    assert DecisionRecord.objects.count() == 0
+
+
+def test_exactly_4096_bytes_is_read(client):  # type: ignore[no-untyped-def]
+    base = {"invoice_id": "in_1", "failure_code": "card_expired"}
+    raw = json.dumps(base)
+    raw = raw[:-1] + " " * (4096 - len(raw)) + "}"
+    assert len(raw) == 4096
+    assert post(client, raw).status_code == 200
+
+
+@pytest.mark.parametrize("raw", [b"not json", b"[1, 2]", b"\xff\xfe", b""])
+def test_not_a_json_object_is_400(client, raw):  # type: ignore[no-untyped-def]
+    refusal = _refusal(post(client, raw), 400, "invalid_body")
+    assert refusal.gate == "parse"
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "constraint_part"),
+    [
+        ({"failure_code": "card_expired"}, "invoice_id", "required"),
+        ({"invoice_id": "in_1"}, "failure_code", "required"),
+        ({"invoice_id": "bad id!", "failure_code": "card_expired"}, "invoice_id", "[A-Za-z0-9_-]{1,64}"),
+        ({"invoice_id": "x" * 65, "failure_code": "card_expired"}, "invoice_id", "[A-Za-z0-9_-]{1,64}"),
+        ({"invoice_id": "in_1\n", "failure_code": "card_expired"}, "invoice_id", "[A-Za-z0-9_-]{1,64}"),
+        ({"invoice_id": 12, "failure_code": "card_expired"}, "invoice_id", "string"),
+        ({"invoice_id": "in_1", "failure_code": "Card-Expired"}, "failure_code", "[a-z0-9_]{1,64}"),
+        ({"invoice_id": "in_1", "failure_code": "card_expired", "attempt": 0}, "attempt", "between 1 and 50"),
+        ({"invoice_id": "in_1", "failure_code": "card_expired", "attempt": 51}, "attempt", "between 1 and 50"),
+        ({"invoice_id": "in_1", "failure_code": "card_expired", "attempt": True}, "attempt", "booleans refused"),
+        ({"invoice_id": "in_1", "failure_code": "card_expired", "attempt": 2.5}, "attempt", "integer"),
+        ({"invoice_id": "in_1", "failure_code": "card_expired", "attempt": "2"}, "attempt", "integer"),
+        ({"invoice_id": "in_1", "failure_code": "card_expired", "prior_failures": -1}, "prior_failures", "between 0 and 50"),
+        ({"invoice_id": "in_1", "failure_code": "card_expired", "prior_failures": 51}, "prior_failures", "between 0 and 50"),
+        ({"invoice_id": "in_1", "failure_code": "card_expired", "prior_failures": False}, "prior_failures", "booleans"),
+    ],
+)
+def test_bad_field_is_422_naming_field_and_constraint_never_value(client, body, field, constraint_part):  # type: ignore[no-untyped-def]
+    response = post(client, body)
+    refusal = _refusal(response, 422, "invalid_input")
+    data = response.json()
+    assert data["field"] == field and constraint_part in data["constraint"]
+    assert refusal.gate == "fields" and refusal.field == field
+    value = body.get(field)
+    if isinstance(value, str) and value:
+        assert value.strip() not in response.content.decode()
+    assert DecisionRecord.objects.count() == 0
+
+
+@pytest.mark.parametrize("extra_field", ["client_id", "tenant", "amount"])
+def test_unknown_fields_refused_by_name(client, extra_field):  # type: ignore[no-untyped-def]
+    body = {"invoice_id": "in_1", "failure_code": "card_expired", extra_field: "secret-value-123"}
+    response = post(client, body)
+    refusal = _refusal(response, 422, "invalid_input")
+    data = response.json()
+    assert data["field"] == extra_field and data["fields"] == [extra_field]
+    assert data["constraint"] == "unknown_field" and extra_field in data["detail"]
+    assert "secret-value-123" not in response.content.decode()
+    assert refusal.reason == "unknown_field" and refusal.field == ""
+
+
+def test_refusal_row_holds_no_input(client):  # type: ignore[no-untyped-def]
+    post(client, {"invoice_id": "in_secret_77", "failure_code": "card_expired", "attempt": 99})
+    row = DecisionRefusal.objects.get()
+    stored = " ".join(str(getattr(row, f.attname)) for f in DecisionRefusal._meta.fields)
+    assert "in_secret_77" not in stored and "99" not in stored
+
+
+def test_audit_unavailable_is_503_and_no_decision_leaks(client):  # type: ignore[no-untyped-def]
+    with mock.patch("decisions.services.DecisionRecord.objects.create", side_effect=DatabaseError("down")):
+        response = post(client, {"invoice_id": "in_1", "failure_code": "card_expired"})
+    assert response.status_code == 503
+    body = response.json()
+    assert body["error"] == "audit_unavailable"
+    assert set(body) == {"error", "detail"}
+    assert "request_card_update" not in response.content.decode()
+
+
+def test_missing_token_is_401(db):  # type: ignore[no-untyped-def]
+    from rest_framework.test import APIClient
+
+    response = post(APIClient(), {"invoice_id": "in_1", "failure_code": "card_expired"})
+    assert response.status_code == 401
+    assert DecisionRecord.objects.count() == 0 and DecisionRefusal.objects.count() == 0
+
+
+def test_viewer_role_is_403(tenant, api_client_for):  # type: ignore[no-untyped-def]
+    response = post(api_client_for(tenant, "viewer"), {"invoice_id": "in_1", "failure_code": "card_expired"})
+    assert response.status_code == 403
+    assert DecisionRecord.objects.count() == 0
+
+
+def test_tenant_comes_from_the_token(client, other_tenant, api_client_for):  # type: ignore[no-untyped-def]
+    body = post(api_client_for(other_tenant), {"invoice_id": "in_1", "failure_code": "card_expired"}).json()
+    assert body["tenant"] == other_tenant.slug
+    assert DecisionRecord.objects.get(pk=body["audit_id"]).tenant == other_tenant
