@@ -49,9 +49,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     # Imported here: rest_framework.views imports our authentication class at load time.
     from rest_framework.views import exception_handler as drf_exception_handler
 
-    response = drf_exception_handler(exc, context)
-    if response is None:
+    handled = drf_exception_handler(exc, context)
+    if handled is None:
         return None  # a 500: Django answers with its generic page, no detail leaks
+    response = handled
     code = next((c for t, c in _DRF_CODES.items() if isinstance(exc, t)), "invalid_input")
     if isinstance(exc, exceptions.ValidationError):
         response.data = error_body("invalid_input", "the request body failed validation")

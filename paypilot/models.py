@@ -74,3 +74,6 @@ class AppendOnlyOverride(models.Model):
 
     operation = models.CharField(max_length=32)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.operation

@@ -40,9 +40,10 @@ class Command(BaseCommand):
             for tenant in Tenant.objects.order_by("slug"):
                 self.stdout.write(f"{tenant.slug}\t{tenant.status}\t{tenant.name}")
         else:
-            tenant = Tenant.objects.filter(slug=options["slug"]).first()
-            if tenant is None:
+            found = Tenant.objects.filter(slug=options["slug"]).first()
+            if found is None:
                 raise CommandError(f"no tenant {options['slug']!r}")
+            tenant = found
             try:
                 changed = tenant_set_status(tenant=tenant, status=_STATUS_FOR[action], actor="cli")
             except ValueError as exc:
