@@ -1,0 +1,99 @@
+"""The MCP server: a real subprocess spoken to with the SDK's own client, and the same
+tools run again with sockets disabled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from decisions import mcp_server
+
+MANAGE = Path(settings.BASE_DIR) / "manage.py"
+HINTS = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}
+
+
+def _params() -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=[str(MANAGE), "mcp_server"],
+        cwd=str(MANAGE.parent),
+        env={"DJANGO_SETTINGS_MODULE": "paypilot.settings", "PAYPILOT_LOG_LEVEL": "WARNING"},
+    )
+
+
+async def _session_transcript(server: Any) -> dict[str, Any]:
+    async with Client(server, read_timeout_seconds=30) as client:
+        tools = (await client.list_tools()).tools
+        calls = {
+            "r11": await client.call_tool("lookup_return_code", {"code": "R11"}),
+            "r99": await client.call_tool("lookup_return_code", {"code": "R99", "rail": "ach"}),
+            "explain_r11": await client.call_tool("explain", {"code": "R11"}),
+            "list": await client.call_tool("list_decisions", {}),
+            "sepa": await client.call_tool("lookup_return_code", {"code": "MD06", "rail": "sepa"}),
+            "bacs": await client.call_tool("explain", {"code": "ARUDD-1", "rail": "bacs"}),
+        }
+        return {"server_info": client.server_info, "tools": tools, "calls": calls}
+
+
+def _check(transcript: dict[str, Any]) -> None:
+    tools = transcript["tools"]
+    assert sorted(t.name for t in tools) == sorted(mcp_server.TOOL_NAMES)
+    for tool in tools:
+        for hint, value in HINTS.items():
+            assert getattr(tool.annotations, hint) is value, (tool.name, hint)
+    calls = transcript["calls"]
+    for result in calls.values():
+        assert not result.is_error
+        # Structured content plus the same JSON as text.
+        assert json.loads(result.content[0].text) == result.structured_content
+    r11 = calls["r11"].structured_content
+    assert (r11["row"], r11["matched"], r11["family"], r11["family_stated"]) == (4, True, "unauthorized", True)
+    r99 = calls["r99"].structured_content
+    assert r99["row"] == 5 and r99["matched"] is False and r99["person_acts_first"] is True
+    assert r99["reason"].startswith("fell through") and r99["code_shaped"] is True
+    assert "unauthorized" in calls["explain_r11"].structured_content["family_statement"]
+    rows = calls["list"].structured_content["rows"]
+    assert [r["row"] for r in rows] == [1, 2, 3, 4, 5] and rows[3]["codes"] == ["R11"]
+    assert calls["sepa"].structured_content["row"] == 3
+    bacs = calls["bacs"].structured_content
+    assert bacs["row"] == 5 and bacs["source_quality"] == "secondary_sources_only"
+
+
+def test_subprocess_handshake_tools_and_answers() -> None:
+    transcript = asyncio.run(_session_transcript(_params()))
+    assert transcript["server_info"] is None or transcript["server_info"].name == mcp_server.SERVER_NAME
+    _check(transcript)
+
+
+def test_tools_run_with_sockets_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OSError("network disabled in this test")
+
+    # The event loop's own wake-up pipe is made first; after that any attempt to open a
+    # socket fails the call. The in-process transport itself needs none.
+    loop = asyncio.new_event_loop()
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "socketpair", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    try:
+        _check(loop.run_until_complete(_session_transcript(mcp_server.build_server())))
+    finally:
+        loop.close()
+    # And the tool functions called directly.
+    assert mcp_server.lookup_return_code("R11")["row"] == 4
+    assert mcp_server.list_decisions("sepa")["rail"] == "sepa"
+    assert mcp_server.explain("R99")["matched"] is False
+
+
+def test_unknown_rail_is_an_answer_not_a_crash() -> None:
+    assert mcp_server.lookup_return_code("R01", rail="swift")["error"] == "unknown_rail"
