@@ -115,7 +115,7 @@ def test_bad_field_is_422_naming_field_and_constraint_never_value(client, body, 
     assert data["field"] == field and constraint_part in data["constraint"]
     assert refusal.gate == "fields" and refusal.field == field
     value = body.get(field)
-    if isinstance(value, str) and value:
+    if isinstance(value, str) and len(value.strip()) >= 4:
         assert value.strip() not in response.content.decode()
     assert DecisionRecord.objects.count() == 0
 
