@@ -1,0 +1,346 @@
+"""Stripe adapter: `Stripe-Signature` verification through the SDK, and invoice translation.
+
+Sources (copied into `integrations/data/`, checked against the facts by a test):
+- `stripe_decline_codes.csv`: every decline code on docs.stripe.com/declines/codes (copy of
+  2026-04-15, 50 card + 12 local-payment-method codes) with PayPilot's failure code.
+- `stripe_decline_map.csv`: the precedence (advice_code, then the non-card rule, then the
+  decline code, then `generic_decline`) and the advice-code overrides.
+- `shared/facts/stripe_webhooks.md` (stripe-python 15.3.1 `_webhook.py`, `_invoice.py`;
+  Stripe's basil changelog): signature scheme, 300 s tolerance, the invoice fields before
+  and after API version `2025-03-31.basil`, where decline and advice codes live.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from stripe import SignatureVerificationError, WebhookSignature
+
+from integrations.domain import (
+    DomainEvent,
+    Ignored,
+    PaymentFailed,
+    PaymentSucceeded,
+    RetriesExhausted,
+    SubscriptionCancelled,
+)
+from integrations.providers import Credentials, Envelope, PayloadInvalid, VerificationFailed, load_json
+
+NAME = "stripe"
+TOLERANCE_SECONDS = 300  # stripe.Webhook.DEFAULT_TOLERANCE; the check is one-sided (old only)
+HEADERS = ("Stripe-Signature",)
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+def _load_decline_codes() -> Mapping[str, str]:
+    with (DATA_DIR / "stripe_decline_codes.csv").open(newline="", encoding="utf-8") as fh:
+        table = {row["decline_code"]: row["proposed_failure_code"] for row in csv.DictReader(fh)}
+    # stripe_decline_map.csv precedence-3 rows name codes outside the decline table too
+    # (card_declined is an error code, not a decline code); they are added, never overridden.
+    for row in _MAP_ROWS:
+        if row["source_field"] == "decline_code" and row["precedence"] == "3":
+            table.setdefault(row["stripe_value"], row["paypilot_failure_code"])
+    return MappingProxyType(table)
+
+
+def _load_map_rows() -> list[dict[str, str]]:
+    with (DATA_DIR / "stripe_decline_map.csv").open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+_MAP_ROWS = _load_map_rows()
+DECLINE_CODES: Mapping[str, str] = _load_decline_codes()
+ADVICE_OVERRIDES: Mapping[str, str] = MappingProxyType(
+    {
+        row["stripe_value"]: row["paypilot_failure_code"]
+        for row in _MAP_ROWS
+        if row["source_field"] == "advice_code"
+    }
+)
+# Stripe retries card and ACH Direct Debit (us_bank_account) invoices itself; any other
+# method that failed with no next attempt scheduled will not be retried (map precedence 2).
+RETRIED_METHOD_TYPES = frozenset({"card", "us_bank_account"})
+FALLBACK_CODE = "generic_decline"
+# Codes whose strategy relies on a retry; with no retry left they become retries_exhausted
+# (the stripe_webhooks.md proposal: "unless a stronger code applies").
+_RETRY_DEPENDENT = frozenset({"generic_decline", "insufficient_funds"})
+
+
+# --- verification -------------------------------------------------------------------------
+
+def verify(
+    *, body: bytes, headers: Mapping[str, str], credential: Credentials, url_key: str = "",
+    now: float | None = None,
+) -> None:
+    """Check `Stripe-Signature` with the SDK's own `WebhookSignature.verify_header`.
+
+    Any `v1` entry may match (secret rotation); a timestamp older than 300 s is refused.
+    Raises VerificationFailed(reason) with signature_missing, signature_malformed,
+    signature_mismatch or timestamp_stale.
+    """
+    header = headers.get("Stripe-Signature", "")
+    if not header:
+        raise VerificationFailed("signature_missing")
+    timestamp = _header_timestamp(header)
+    if timestamp is None:
+        raise VerificationFailed("signature_malformed")
+    try:
+        payload = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise VerificationFailed("body_not_utf8") from exc
+    try:
+        WebhookSignature.verify_header(payload, header, credential.secret, tolerance=TOLERANCE_SECONDS)
+    except SignatureVerificationError as exc:
+        raise VerificationFailed(_reason_for(str(exc))) from exc
+    # The SDK reads the clock itself; `now` only lets tests pin the stale check further.
+    if now is not None and timestamp < now - TOLERANCE_SECONDS:
+        raise VerificationFailed("timestamp_stale")
+
+
+def _header_timestamp(header: str) -> int | None:
+    for item in header.split(","):
+        key, _, value = item.strip().partition("=")
+        if key == "t":
+            return int(value) if value.isdigit() else None
+    return None
+
+
+def _reason_for(message: str) -> str:
+    if message.startswith("Timestamp outside"):
+        return "timestamp_stale"
+    if message.startswith("No signatures found with expected scheme"):
+        return "signature_malformed"
+    if message.startswith("Unable to extract"):
+        return "signature_malformed"
+    return "signature_mismatch"
+
+
+def sign(*, body: bytes, secret: str, timestamp: int | None = None) -> str:
+    """A `Stripe-Signature` header for `body` (tests, fixtures and the benchmark)."""
+    return WebhookSignature.generate_signature_header(
+        body.decode("utf-8"), secret, timestamp=int(time.time()) if timestamp is None else timestamp
+    )
+
+
+# --- envelope -----------------------------------------------------------------------------
+
+def envelope(*, body: bytes, headers: Mapping[str, str]) -> Envelope:
+    payload = load_json(body)
+    event_id, event_type = payload.get("id"), payload.get("type")
+    if not isinstance(event_id, str) or not event_id or len(event_id) > 200:
+        raise PayloadInvalid("event_id_missing")
+    if not isinstance(event_type, str) or not event_type or len(event_type) > 100:
+        raise PayloadInvalid("event_type_missing")
+    obj = _data_object(payload)
+    # No resource_version: Stripe's `created` has one-second resolution and two events of
+    # one invoice often share it; out-of-order protection is the ledger's state machine.
+    return Envelope(event_key=event_id, event_type=event_type, resource_key=str(obj.get("id") or "")[:200])
+
+
+# --- translation --------------------------------------------------------------------------
+
+def translate(*, payload: dict[str, Any], event_type: str, context: Credentials) -> DomainEvent:
+    handler = _HANDLERS.get(event_type)
+    if handler is None:
+        return Ignored("unhandled_event_type")
+    obj = _data_object(payload)
+    if not obj.get("id"):
+        return Ignored("object_missing")
+    return handler(obj)
+
+
+def _payment_failed(invoice: dict[str, Any]) -> DomainEvent:
+    return PaymentFailed(
+        external_invoice_id=str(invoice["id"]),
+        amount_minor=_amount(invoice, "amount_due"),
+        currency=_currency(invoice),
+        failure_code=failure_code_for(invoice=invoice, error=payment_error(invoice)),
+        attempt=max(1, _int_or_none(invoice.get("attempt_count")) or 1),
+        subscription_id=subscription_id(invoice),
+        provider_customer_id=_id_of(invoice.get("customer")),
+        customer_email=str(invoice.get("customer_email") or ""),
+        customer_name=str(invoice.get("customer_name") or ""),
+        hosted_invoice_url=str(invoice.get("hosted_invoice_url") or ""),
+        retry_at=_timestamp(invoice.get("next_payment_attempt")),
+    )
+
+
+def _payment_succeeded(invoice: dict[str, Any]) -> DomainEvent:
+    return PaymentSucceeded(
+        external_invoice_id=str(invoice["id"]),
+        amount_paid_minor=_amount(invoice, "amount_paid"),
+        currency=_currency(invoice),
+    )
+
+
+def _subscription_deleted(subscription: dict[str, Any]) -> DomainEvent:
+    return SubscriptionCancelled(subscription_id=str(subscription["id"]))
+
+
+def _marked_uncollectible(invoice: dict[str, Any]) -> DomainEvent:
+    return RetriesExhausted(external_invoice_id=str(invoice["id"]))
+
+
+_HANDLERS = {
+    "invoice.payment_failed": _payment_failed,
+    "invoice.paid": _payment_succeeded,
+    "invoice.payment_succeeded": _payment_succeeded,
+    "customer.subscription.deleted": _subscription_deleted,
+    "invoice.marked_uncollectible": _marked_uncollectible,
+}
+HANDLED_TYPES = frozenset(_HANDLERS)
+
+
+def enrich(
+    *, payload: dict[str, Any], event_type: str, api_key: str,
+    fetch: Callable[..., dict[str, Any] | None],
+) -> dict[str, Any]:
+    """Add the decline details a failed invoice's payload lacks, fetched with the tenant's
+    restricted key through `fetch` (integrations.stripe_api). Returns a new payload; the
+    stored body is never touched. Without a key, or when the fetch fails, the payload
+    comes back as is and the code falls back to generic_decline."""
+    if event_type != "invoice.payment_failed" or not api_key:
+        return payload
+    invoice = _data_object(payload)
+    if not invoice.get("id") or payment_error(invoice) is not None:
+        return payload
+    error = fetch(api_key=api_key, invoice_id=str(invoice["id"]), payment_intent_id=payment_intent_id(invoice))
+    if not error:
+        return payload
+    enriched = {**invoice, "payment_intent": {"id": payment_intent_id(invoice), "last_payment_error": error}}
+    return {**payload, "data": {**payload["data"], "object": enriched}}
+
+
+def failure_code_for(*, invoice: Mapping[str, Any], error: Mapping[str, Any] | None) -> str:
+    """PayPilot failure code for a failed invoice, in stripe_decline_map.csv's precedence.
+
+    1. advice_code (do_not_try_again, confirm_card_data) outranks everything;
+    2. a method Stripe does not retry (not card, not us_bank_account) with no next attempt;
+    3. the decline code (every code Stripe publishes), else the error code;
+    4. generic_decline.
+    A retry-dependent result with no automatic retry left becomes retries_exhausted.
+    """
+    error = error or {}
+    advice = error.get("advice_code") or (error.get("outcome") or {}).get("advice_code")
+    if advice in ADVICE_OVERRIDES:
+        return ADVICE_OVERRIDES[advice]
+    next_attempt = invoice.get("next_payment_attempt")
+    method = error.get("payment_method_type") or ""
+    if method and method not in RETRIED_METHOD_TYPES and next_attempt is None:
+        return "direct_debit_not_retried"
+    code = FALLBACK_CODE
+    for candidate in (error.get("decline_code"), error.get("code"), error.get("failure_code")):
+        if isinstance(candidate, str) and candidate in DECLINE_CODES:
+            code = DECLINE_CODES[candidate]
+            break
+    if (
+        code in _RETRY_DEPENDENT
+        and next_attempt is None
+        and invoice.get("status") == "open"
+        and invoice.get("collection_method", "charge_automatically") == "charge_automatically"
+    ):
+        return "retries_exhausted"
+    return code
+
+
+def payment_error(invoice: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The decline details carried by the invoice payload, in either API shape.
+
+    basil and later: `payments.data[].payment.payment_intent` (newest first) when expanded.
+    Before basil: `payment_intent` or `charge` when expanded. A plain id carries nothing;
+    the worker may then fetch the error through `integrations.stripe_api`.
+    """
+    payments = invoice.get("payments")
+    if isinstance(payments, dict):
+        for item in payments.get("data") or []:
+            intent = ((item or {}).get("payment") or {}).get("payment_intent")
+            found = _error_of_intent(intent)
+            if found:
+                return found
+    found = _error_of_intent(invoice.get("payment_intent"))
+    if found:
+        return found
+    charge = invoice.get("charge")
+    if isinstance(charge, dict) and charge.get("failure_code"):
+        outcome = charge.get("outcome") or {}
+        details = charge.get("payment_method_details") or {}
+        return {
+            "code": charge.get("failure_code"),
+            "decline_code": charge.get("failure_code"),
+            "advice_code": outcome.get("advice_code"),
+            "payment_method_type": details.get("type") or "",
+        }
+    return None
+
+
+def _error_of_intent(intent: Any) -> dict[str, Any] | None:
+    if not isinstance(intent, dict):
+        return None
+    error = intent.get("last_payment_error")
+    if not isinstance(error, dict):
+        return None
+    found = dict(error)
+    if not found.get("payment_method_type"):
+        method = error.get("payment_method") or {}
+        found["payment_method_type"] = method.get("type", "") if isinstance(method, dict) else ""
+    return found
+
+
+def payment_intent_id(invoice: Mapping[str, Any]) -> str:
+    """The id of the invoice's newest payment intent, in either API shape ("" if none)."""
+    payments = invoice.get("payments")
+    if isinstance(payments, dict):
+        for item in payments.get("data") or []:
+            intent = ((item or {}).get("payment") or {}).get("payment_intent")
+            if intent:
+                return _id_of(intent)
+    return _id_of(invoice.get("payment_intent"))
+
+
+def subscription_id(invoice: Mapping[str, Any]) -> str:
+    """`parent.subscription_details.subscription` (basil+), else the old `subscription`."""
+    parent = invoice.get("parent") or {}
+    details = parent.get("subscription_details") or {}
+    found = _id_of(details.get("subscription"))
+    return found or _id_of(invoice.get("subscription"))
+
+
+def _data_object(payload: Mapping[str, Any]) -> dict[str, Any]:
+    data = payload.get("data")
+    obj = data.get("object") if isinstance(data, dict) else None
+    return obj if isinstance(obj, dict) else {}
+
+
+def _id_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("id") or "")
+    return str(value or "")
+
+
+def _amount(invoice: Mapping[str, Any], key: str) -> int:
+    value = invoice.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise PayloadInvalid(f"{key}_invalid")
+    return value  # Stripe amounts are already in the currency's smallest unit
+
+
+def _currency(invoice: Mapping[str, Any]) -> str:
+    value = invoice.get("currency")
+    if not isinstance(value, str) or len(value) != 3 or not value.isalpha():
+        raise PayloadInvalid("currency_invalid")
+    return value.upper()
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _timestamp(value: Any) -> datetime | None:
+    seconds = _int_or_none(value)
+    return datetime.fromtimestamp(seconds, tz=UTC) if seconds else None

@@ -1,0 +1,214 @@
+"""The webhook inbox: verify on the raw bytes, store, enqueue; reprocess; sweep.
+
+`webhook_receive` is the whole request path. It verifies before parsing, inserts the event
+and enqueues `integrations.tasks.process_event` in one transaction (with the ORM broker the
+queue row is an INSERT in the same database, so both commit or neither does), and lets the
+unique constraint answer duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import ModuleType
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from integrations.crypto import SecretUnreadable
+from integrations.models import ProviderCredential, WebhookEvent
+from integrations.providers import Credentials, PayloadInvalid, VerificationFailed, adapter
+from integrations.services.credentials import credential_read
+from paypilot.models import Tenant
+from paypilot.services import audit_record
+from paypilot.tenancy import tenant_context
+
+logger = logging.getLogger("paypilot.integrations")
+
+PROCESS_TASK = "integrations.tasks.process_event"
+REASON_SECRET_NOT_CONFIGURED = "secret_not_configured"  # no secret and unsigned mode not allowed
+REASON_SECRET_UNREADABLE = "secret_unreadable"  # stored secret does not decrypt with the key
+REASON_TENANT_NOT_FOUND = "tenant_not_found"
+REASON_TENANT_INACTIVE = "tenant_inactive"
+REASON_PAYLOAD_INVALID = "invalid_payload"
+SWEEP_BATCH = 1000  # per run; the next run takes the rest
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What the view answers: an HTTP status and a small JSON body."""
+
+    status: int
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+def _refused(status: int, code: str, detail: str) -> Receipt:
+    return Receipt(status=status, body={"error": code, "detail": detail})
+
+
+def _credential_for(tenant_slug: str, provider: str) -> tuple[Tenant | None, ProviderCredential | None]:
+    """One query on the hot path: the credential with its tenant, else the tenant alone."""
+    credential = (
+        ProviderCredential.objects.select_related("tenant")
+        .filter(tenant__slug=tenant_slug, provider=provider)
+        .first()
+    )
+    if credential is not None:
+        return credential.tenant, credential
+    return Tenant.objects.filter(slug=tenant_slug).first(), None
+
+
+def webhook_receive(
+    *,
+    tenant_slug: str,
+    provider: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    url_key: str = "",
+) -> Receipt:
+    """Verify, store and enqueue one delivery; answers in milliseconds.
+
+    200 for a new event and for a duplicate (with the stored status and outcome); 400 with a
+    reason code (audited, nothing stored) for a bad signature, a missing secret or a body
+    that is not the provider's shape; 404/403 for an unknown or inactive tenant.
+    """
+    module = adapter(provider)
+    if connection.vendor == "postgresql":
+        # Row-level security: bind the tenant before reading its credential, and keep it
+        # bound for the insert, so the whole request is one transaction.
+        tenant = Tenant.objects.filter(slug=tenant_slug).first()
+        if tenant is None:
+            return _refused(404, REASON_TENANT_NOT_FOUND, "no such tenant")
+        with tenant_context(tenant):
+            credential = ProviderCredential.objects.filter(tenant=tenant, provider=provider).first()
+            return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key)
+    tenant, credential = _credential_for(tenant_slug, provider)
+    if tenant is None:
+        return _refused(404, REASON_TENANT_NOT_FOUND, "no such tenant")
+    return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key)
+
+
+def _receive(
+    module: ModuleType, tenant: Tenant, credential: ProviderCredential | None, *,
+    body: bytes, headers: Mapping[str, str], url_key: str,
+) -> Receipt:
+    provider = module.NAME
+    if not tenant.is_active:
+        return _refused(403, REASON_TENANT_INACTIVE, "this tenant does not accept webhooks")
+    try:
+        creds = credential_read(credential) if credential is not None else Credentials()
+    except SecretUnreadable:
+        return _reject(tenant, provider, REASON_SECRET_UNREADABLE, status=500)
+    if not creds.secret:
+        if not (settings.PAYPILOT_ALLOW_UNSIGNED_WEBHOOKS and tenant.slug == settings.PAYPILOT_DEMO_TENANT):
+            return _reject(tenant, provider, REASON_SECRET_NOT_CONFIGURED)
+        logger.warning("unsigned %s webhook accepted for demo tenant %s", provider, tenant.slug)
+    else:
+        try:
+            module.verify(body=body, headers=headers, credential=creds, url_key=url_key, now=time.time())
+        except VerificationFailed as exc:
+            return _reject(tenant, provider, exc.reason)
+    try:
+        env = module.envelope(body=body, headers=headers)
+    except PayloadInvalid as exc:
+        return _reject(tenant, provider, REASON_PAYLOAD_INVALID, note=exc.reason)
+    kept = {name: headers[name] for name in module.HEADERS if name in headers}
+    try:
+        with transaction.atomic():
+            event = WebhookEvent.objects.create(
+                tenant=tenant, provider=provider, event_key=env.event_key, event_type=env.event_type,
+                body=body, headers=kept, resource_key=env.resource_key,
+                resource_version=env.resource_version,
+            )
+            enqueue_processing(event.pk)
+    except IntegrityError:
+        stored = (
+            WebhookEvent.objects.filter(tenant=tenant, provider=provider, event_key=env.event_key)
+            .values("pk", "status", "outcome")
+            .first()
+        )
+        if stored is None:  # not a duplicate after all: let the server error surface
+            raise
+        return Receipt(200, {"received": True, "duplicate": True, "event": stored["pk"],
+                             "status": stored["status"], "outcome": stored["outcome"]})
+    return Receipt(200, {"received": True, "duplicate": False, "event": event.pk})
+
+
+def _reject(tenant: Tenant, provider: str, reason: str, *, status: int = 400, note: str = "") -> Receipt:
+    audit_record(
+        event="integrations.webhook.rejected",
+        tenant=tenant,
+        actor=provider,
+        detail={"provider": provider, "reason": reason, **({"kind": note} if note else {})},
+    )
+    detail = {
+        REASON_SECRET_NOT_CONFIGURED: "no webhook secret is configured for this tenant and provider",
+        REASON_SECRET_UNREADABLE: "the stored webhook secret cannot be read",
+        REASON_PAYLOAD_INVALID: "the body is not a webhook payload of this provider",
+    }.get(reason, "the delivery could not be verified")
+    return _refused(status, reason, detail)
+
+
+def enqueue_processing(event_id: int) -> None:
+    """Queue `process_event` for the event. ORM broker: in the caller's transaction (a
+    transactional outbox). Redis broker: after commit; the sweeper covers a lost enqueue."""
+    if settings.REDIS_URL:
+        transaction.on_commit(lambda: _enqueue(event_id))
+    else:
+        _enqueue(event_id)
+
+
+def _enqueue(event_id: int) -> None:
+    # ack_failure: a failed attempt is recorded on the event and retried by the sweeper
+    # (finite), not re-presented by the broker as well.
+    async_task(PROCESS_TASK, event_id, ack_failure=True, task_name=f"webhook-{event_id}")
+
+
+def webhook_event_reprocess(*, event: WebhookEvent, actor: str) -> bool:
+    """Put a received, failed or ignored event back in the queue (admin action).
+
+    A processed event is final and is left alone (False). Audited.
+    """
+    with transaction.atomic():
+        updated = WebhookEvent.objects.filter(
+            pk=event.pk,
+            status__in=[WebhookEvent.Status.RECEIVED, WebhookEvent.Status.FAILED, WebhookEvent.Status.IGNORED],
+        ).update(status=WebhookEvent.Status.RECEIVED, error="", enqueued_at=timezone.now())
+        if not updated:
+            return False
+        audit_record(event="integrations.webhook.reprocess", tenant=event.tenant, actor=actor,
+                     detail={"webhook_event": event.pk, "provider": event.provider})
+        enqueue_processing(event.pk)
+    return True
+
+
+def webhook_events_sweep(*, now: datetime | None = None) -> int:
+    """Re-enqueue events left `received`, or `failed` with attempts left, whose last
+    enqueue is older than PAYPILOT_SWEEP_AFTER_MINUTES. Returns how many were enqueued."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(minutes=settings.PAYPILOT_SWEEP_AFTER_MINUTES)
+    due = WebhookEvent.objects.filter(enqueued_at__lt=cutoff).filter(
+        Q(status=WebhookEvent.Status.RECEIVED)
+        | Q(status=WebhookEvent.Status.FAILED, attempts__lt=max_attempts())
+    )
+    ids = list(due.order_by("enqueued_at").values_list("pk", flat=True)[:SWEEP_BATCH])
+    for event_id in ids:
+        with transaction.atomic():
+            # Stamped first, so the next sweep leaves it alone while it waits in the queue.
+            WebhookEvent.objects.filter(pk=event_id).update(enqueued_at=now)
+            enqueue_processing(event_id)
+    if ids:
+        logger.warning("webhook sweeper re-enqueued %d event(s)", len(ids))
+    return len(ids)
+
+
+def max_attempts() -> int:
+    """Processing attempts per event: the django-q2 cluster's own finite limit."""
+    return int(settings.Q_CLUSTER.get("max_attempts") or 5)  # type: ignore[call-overload]
