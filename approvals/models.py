@@ -23,3 +23,137 @@ class AdminMembership(models.Model):
 
     def __str__(self) -> str:
         return f"user {self.user_id} @ {self.tenant_id}"
+
+
+class ApprovalRequest(models.Model):
+    """One per draft: a person's recorded yes or no before anything reaches a customer.
+
+    `subject` and `body` start as the draft's copy and change only through
+    `approval_edit` (guards re-run, a `DraftEdit` row kept); the draft itself stays what the
+    pipeline wrote.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"  # waiting for a finance person (or a second one, when high value)
+        APPROVED = "approved"  # a person said yes (two different people when high value)
+        REJECTED = "rejected"  # a person said no: never sent
+        EXPIRED = "expired"  # nobody decided within PAYPILOT_APPROVAL_TTL_HOURS: never sent
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    draft = models.OneToOneField("dunning.Draft", on_delete=models.PROTECT, related_name="approval")
+    invoice = models.ForeignKey("ledger.Invoice", on_delete=models.PROTECT, related_name="approvals")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    subject = models.CharField(max_length=300)
+    body = models.TextField()
+    edited = models.BooleanField(default=False)  # a person changed subject or body
+    requested_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    # High value (PAYPILOT_HIGH_VALUE_ANNUAL) needs two different approvers; fixed at opening.
+    high_value = models.BooleanField(default=False)
+    annual_value_minor = models.BigIntegerField(null=True, blank=True)
+    first_approver = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    first_approved_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    note = models.CharField(max_length=1000, blank=True)
+
+    class Meta:
+        permissions = [("approve_approvalrequest", "Can approve or reject drafts")]
+        indexes = [
+            models.Index(fields=["tenant", "status", "expires_at"], name="approval_tenant_status"),
+            models.Index(fields=["status", "expires_at"], name="approval_status_expiry"),
+        ]
+
+    def __str__(self) -> str:
+        return f"approval {self.pk} ({self.status})"
+
+
+class EmailSend(models.Model):
+    """A real send (or an attempt at one) for an approved draft: at most one per draft,
+    enforced by the unique constraint, so a send task run twice cannot mail twice."""
+
+    class Status(models.TextChoices):
+        SENDING = "sending"  # claimed; the provider call is under way (never blindly retried)
+        RETRYING = "retrying"  # a transient provider failure; another attempt is due
+        SENT = "sent"  # the provider accepted the message
+        DELIVERED = "delivered"  # the provider reported delivery (tracking webhook)
+        BOUNCED = "bounced"  # the provider reported a bounce (tracking webhook)
+        FAILED = "failed"  # permanent failure or retries used up: nothing went out
+
+    # Statuses that reached a provider: they count towards max touches and the cooldown.
+    TOUCH_STATUSES = (Status.SENT, Status.DELIVERED, Status.BOUNCED)
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    approval = models.OneToOneField(ApprovalRequest, on_delete=models.PROTECT, related_name="send")
+    draft = models.ForeignKey("dunning.Draft", on_delete=models.PROTECT, related_name="+")
+    invoice = models.ForeignKey("ledger.Invoice", on_delete=models.PROTECT, related_name="+")
+    customer = models.ForeignKey(
+        "ledger.Customer", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    recipient_hash = models.CharField(max_length=32)  # pii_hash of the address
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.SENDING)
+    message_id = models.CharField(max_length=255, blank=True, db_index=True)  # provider's id
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error_code = models.CharField(max_length=64, blank=True)  # e.g. provider_permanent
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    bounced_at = models.DateTimeField(null=True, blank=True)
+    clicked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["draft"], name="approvals_one_send_per_draft"),
+        ]
+        indexes = [
+            models.Index(fields=["invoice", "status"], name="send_invoice_status"),
+            models.Index(fields=["customer", "sent_at"], name="send_customer_sent"),
+            models.Index(fields=["status", "next_attempt_at"], name="send_status_next"),
+        ]
+
+    def __str__(self) -> str:
+        return f"send {self.pk} ({self.status})"
+
+
+class SuppressedSend(models.Model):
+    """A send a gate refused, with the gate and its reason code. Append-only.
+
+    A refusal at the `sending_enabled` gate is a dry run (`dry_run=True`): everything before
+    it passed and only the switch stopped it.
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    approval = models.ForeignKey(ApprovalRequest, on_delete=models.PROTECT, related_name="suppressed")
+    invoice = models.ForeignKey("ledger.Invoice", on_delete=models.PROTECT, related_name="+")
+    gate = models.CharField(max_length=32)
+    reason = models.CharField(max_length=64)
+    dry_run = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "-created_at"], name="suppressed_tenant_created")]
+
+    def __str__(self) -> str:
+        return f"{self.gate}/{self.reason}"
+
+
+class DraftEdit(models.Model):
+    """A finance user's change to subject or body before approving. Append-only: the
+    before and after copy and who made it."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    approval = models.ForeignKey(ApprovalRequest, on_delete=models.PROTECT, related_name="edits")
+    editor = models.CharField(max_length=64)  # "user:<id>"
+    subject_before = models.CharField(max_length=300)
+    subject_after = models.CharField(max_length=300)
+    body_before = models.TextField()
+    body_after = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"edit {self.pk} of approval {self.approval_id}"

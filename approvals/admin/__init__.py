@@ -1,3 +1,9 @@
-"""Admin for approvals: tenant memberships now; the console and refusal review join here."""
+"""Admin for approvals: tenant memberships, the approval console and the refusal review."""
 
-from approvals.admin import membership  # noqa: F401  (registers the ModelAdmin)
+from django.contrib import admin
+
+from approvals.admin import membership, review  # noqa: F401  (register their ModelAdmins)
+from approvals.admin.console import ApprovalRequestAdmin
+from approvals.models import ApprovalRequest
+
+admin.site.register(ApprovalRequest, ApprovalRequestAdmin)

@@ -1,0 +1,297 @@
+"""The approval console: the queue of drafts, the review page, approve / reject / edit.
+
+Everything is tenant-scoped through `TenantScopedAdminMixin` (another tenant's draft is a
+404), every decision goes through `approvals.services` (which re-checks the approver and
+writes the audit event), bulk actions confirm on a page of their own before acting, and
+after a single decision the reviewer lands on the next pending draft.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
+
+from approvals.mailer import email_compose
+from approvals.models import ApprovalRequest
+from approvals.services import (
+    APPROVE_PERMISSION,
+    ApprovalError,
+    approval_approve,
+    approval_edit,
+    approval_reject,
+)
+from ledger.money import format_minor
+from paypilot.admin_tenancy import TenantScopedAdminMixin
+
+Status = ApprovalRequest.Status
+
+
+class QueueFilter(admin.SimpleListFilter):
+    """Status, defaulting to the queue (pending) so the console opens on work to do."""
+
+    title = "status"
+    parameter_name = "queue"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(s.value, s.label) for s in Status] + [("all", "All")]
+
+    def choices(self, changelist: Any) -> Any:
+        current = self.value() or Status.PENDING.value
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": current == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value() or Status.PENDING.value
+        return queryset if value == "all" else queryset.filter(status=value)
+
+
+def _values_filter(title: str, parameter: str, lookup: str) -> type[admin.SimpleListFilter]:
+    """A filter whose choices come from the user's own (tenant-scoped) requests, so it never
+    lists values seen only in another tenant."""
+
+    class ValuesFilter(admin.SimpleListFilter):
+        def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+            values = (
+                model_admin.get_queryset(request).exclude(**{f"{lookup}__isnull": True})
+                .values_list(lookup, flat=True).distinct().order_by(lookup)
+            )
+            return [(v, v or "-") for v in values[:50]]
+
+        def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+            value = self.value()
+            return queryset.filter(**{lookup: value}) if value is not None else queryset
+
+    ValuesFilter.title = title
+    ValuesFilter.parameter_name = parameter
+    ValuesFilter.__name__ = f"{parameter.title()}Filter"
+    return ValuesFilter
+
+
+class EditForm(forms.Form):
+    subject = forms.CharField(max_length=300)
+    body = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "cols": 90}))
+    note = forms.CharField(max_length=1000, required=False)
+
+
+class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = [
+        "id", "customer_col", "amount_col", "rule_col", "risk_col", "locale_col", "source_col",
+        "subject", "status", "high_value", "expires_at",
+    ]
+    list_display_links = ["id", "subject"]
+    list_select_related = ["tenant", "invoice__customer", "draft__decision"]
+    list_filter = [
+        QueueFilter,
+        _values_filter("template or LLM", "source", "draft__source"),
+        _values_filter("risk", "risk", "draft__decision__churn_risk"),
+        _values_filter("rule fired", "rule", "draft__decision__rule_fired"),
+        _values_filter("locale", "locale", "draft__locale"),
+        "high_value",
+        "tenant",
+    ]
+    search_fields = [
+        "invoice__external_invoice_id", "invoice__customer__external_id",
+        "invoice__customer__name", "invoice__customer__email", "subject",
+    ]
+    ordering = ["expires_at", "id"]
+    list_per_page = 50
+    actions = ["approve_selected", "reject_selected"]
+    change_list_template = "admin/approvals/approvalrequest/change_list.html"
+
+    # --- columns ---------------------------------------------------------------------------
+    @admin.display(description="customer", ordering="invoice__customer__name")
+    def customer_col(self, obj: ApprovalRequest) -> str:
+        customer = obj.invoice.customer
+        if customer is None:
+            return "-"
+        return f"{customer.name or customer.external_id} <{customer.email or 'no email'}>"
+
+    @admin.display(description="amount", ordering="invoice__amount_minor")
+    def amount_col(self, obj: ApprovalRequest) -> str:
+        return f"{format_minor(obj.invoice.amount_minor, obj.invoice.currency)} {obj.invoice.currency}"
+
+    @admin.display(description="rule fired")
+    def rule_col(self, obj: ApprovalRequest) -> str:
+        decision = obj.draft.decision
+        if decision is None:
+            return "-"
+        return decision.rule_fired if decision.matched else f"{decision.rule_fired} (fell through)"
+
+    @admin.display(description="risk")
+    def risk_col(self, obj: ApprovalRequest) -> str:
+        return obj.draft.decision.churn_risk if obj.draft.decision else "-"
+
+    @admin.display(description="locale")
+    def locale_col(self, obj: ApprovalRequest) -> str:
+        return obj.draft.locale or "-"
+
+    @admin.display(description="copy")
+    def source_col(self, obj: ApprovalRequest) -> str:
+        source = "LLM" if obj.draft.source == "llm" else "template"
+        return f"{source} (guard swapped)" if obj.draft.fallback_used else source
+
+    # --- permissions -------------------------------------------------------------------------
+    def has_approve_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm(APPROVE_PERMISSION))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # requests are opened by the pipeline, never by hand
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # decisions go through the review page's actions, not a model form
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    # --- URLs and views ----------------------------------------------------------------------
+    def get_urls(self) -> list[Any]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/approve/", wrap(require_POST(self.approve_view)),
+                 name="approvals_approvalrequest_approve"),
+            path("<path:object_id>/reject/", wrap(require_POST(self.reject_view)),
+                 name="approvals_approvalrequest_reject"),
+            path("<path:object_id>/edit/", wrap(self.edit_view),
+                 name="approvals_approvalrequest_edit"),
+            *super().get_urls(),
+        ]
+
+    def _scoped_object(self, request: HttpRequest, object_id: str) -> ApprovalRequest:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return self.get_object(request, unquote(object_id))  # 404 across tenants
+
+    def _next_url(self, request: HttpRequest, after: ApprovalRequest) -> str:
+        """The next pending draft of the queue, or the queue itself when it is empty."""
+        following = (
+            self.get_queryset(request).filter(status=Status.PENDING).exclude(pk=after.pk)
+            .order_by("expires_at", "id").first()
+        )
+        if following is not None:
+            return reverse("admin:approvals_approvalrequest_change", args=[following.pk])
+        return reverse("admin:approvals_approvalrequest_changelist")
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        obj = self._scoped_object(request, object_id)
+        return TemplateResponse(request, "admin/approvals/approvalrequest/review.html", {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Review draft #{obj.pk}",
+            "original": obj,
+            "approval": obj,
+            "composed": email_compose(approval=obj),
+            "amount": self.amount_col(obj),
+            "customer": self.customer_col(obj),
+            "decision": obj.draft.decision,
+            "copy_source": self.source_col(obj),
+            "send": getattr(obj, "send", None),
+            "suppressed": list(obj.suppressed.order_by("-created_at")[:20]),
+            "edits": list(obj.edits.order_by("-created_at")[:20]),
+            "can_decide": self.has_approve_permission(request) and obj.status == Status.PENDING,
+            "waiting_second": obj.high_value and obj.first_approver_id is not None,
+        })
+
+    def _decide(self, request: HttpRequest, object_id: str, approve: bool) -> HttpResponse:
+        obj = self._scoped_object(request, object_id)
+        if not self.has_approve_permission(request):
+            raise PermissionDenied
+        note = request.POST.get("note", "")[:1000]
+        try:
+            if approve:
+                outcome = approval_approve(approval=obj, user=request.user, note=note)
+            else:
+                outcome = approval_reject(approval=obj, user=request.user, note=note)
+        except ApprovalError as error:
+            self.message_user(request, f"Draft #{obj.pk}: {error.detail} ({error.code}).", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:approvals_approvalrequest_change", args=[obj.pk]))
+        self.message_user(request, f"Draft #{obj.pk}: {outcome.replace('_', ' ')}.", messages.SUCCESS)
+        return HttpResponseRedirect(self._next_url(request, obj))
+
+    def approve_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._decide(request, object_id, approve=True)
+
+    def reject_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._decide(request, object_id, approve=False)
+
+    def edit_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        obj = self._scoped_object(request, object_id)
+        if not self.has_approve_permission(request):
+            raise PermissionDenied
+        form = EditForm(request.POST or None, initial={"subject": obj.subject, "body": obj.body})
+        refused: list[str] = []
+        if request.method == "POST" and form.is_valid():
+            try:
+                approval_edit(approval=obj, user=request.user, subject=form.cleaned_data["subject"],
+                              body=form.cleaned_data["body"])
+                if "_approve" in request.POST:
+                    outcome = approval_approve(approval=obj, user=request.user,
+                                               note=form.cleaned_data["note"])
+                    self.message_user(request, f"Draft #{obj.pk}: edited, {outcome.replace('_', ' ')}.",
+                                      messages.SUCCESS)
+                    return HttpResponseRedirect(self._next_url(request, obj))
+                self.message_user(request, f"Draft #{obj.pk}: edit saved.", messages.SUCCESS)
+                return HttpResponseRedirect(
+                    reverse("admin:approvals_approvalrequest_change", args=[obj.pk])
+                )
+            except ApprovalError as error:
+                refused = error.reasons or [error.code]
+                form.add_error(None, f"{error.detail}: {', '.join(refused)}")
+        return TemplateResponse(request, "admin/approvals/approvalrequest/edit.html", {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta, "title": f"Edit draft #{obj.pk}", "original": obj,
+            "approval": obj, "form": form, "refused": refused,
+        })
+
+    # --- bulk actions (confirm first, like delete_selected) --------------------------------
+    def _bulk(self, request: HttpRequest, queryset: QuerySet[Any], approve: bool) -> HttpResponse | None:
+        verb = "approve" if approve else "reject"
+        pending = list(queryset.filter(status=Status.PENDING))
+        selected = queryset.count()
+        if request.POST.get("post") != "yes":
+            return TemplateResponse(request, "admin/approvals/approvalrequest/bulk_confirm.html", {
+                **self.admin_site.each_context(request),
+                "opts": self.model._meta, "title": f"Confirm: {verb} {len(pending)} drafts",
+                "verb": verb, "action": f"{verb}_selected", "queryset": queryset,
+                "rows": [(a, self.customer_col(a), self.amount_col(a)) for a in queryset],
+                "pending_count": len(pending),
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            })
+        note = request.POST.get("note", "")[:1000]
+        outcomes: Counter[str] = Counter()
+        for approval in pending:
+            try:
+                if approve:
+                    outcomes[approval_approve(approval=approval, user=request.user, note=note)] += 1
+                else:
+                    outcomes[approval_reject(approval=approval, user=request.user, note=note)] += 1
+            except ApprovalError as error:
+                outcomes[error.code] += 1
+        skipped = selected - len(pending)
+        if skipped > 0:
+            outcomes["not_pending"] += skipped
+        summary = ", ".join(f"{n} {code.replace('_', ' ')}" for code, n in sorted(outcomes.items()))
+        self.message_user(request, f"Bulk {verb}: {summary or 'nothing to do'}.", messages.SUCCESS)
+        return None
+
+    @admin.action(description="Approve selected drafts", permissions=["approve"])
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
+        return self._bulk(request, queryset, approve=True)
+
+    @admin.action(description="Reject selected drafts", permissions=["approve"])
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
+        return self._bulk(request, queryset, approve=False)

@@ -1,0 +1,75 @@
+"""Read-only admin over sends, suppressed sends and edits, and the refusal review page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path
+
+from approvals.models import DraftEdit, EmailSend, SuppressedSend
+from approvals.refusals import refusal_list
+from paypilot.admin_tenancy import TenantScopedAdminMixin, admin_is_platform, admin_tenant_for
+
+
+class ReadOnlyScopedAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Append-only or machine-written rows: look, never touch."""
+
+    list_select_related = ["tenant"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(SuppressedSend)
+class SuppressedSendAdmin(ReadOnlyScopedAdmin):
+    list_display = ["created_at", "gate", "reason", "dry_run", "approval", "invoice", "tenant"]
+    list_filter = ["gate", "reason", "dry_run", "tenant"]
+    search_fields = ["reason", "gate", "invoice__external_invoice_id"]
+    list_select_related = ["tenant", "invoice", "approval"]
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path("review/", self.admin_site.admin_view(self.review_view), name="approvals_refusal_review"),
+            *super().get_urls(),
+        ]
+
+    def review_view(self, request: HttpRequest) -> HttpResponse:
+        """Every refusal of the user's tenant (all tenants for platform admins), newest first."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        tenant = None if admin_is_platform(request.user) else admin_tenant_for(request.user)
+        if tenant is None and not admin_is_platform(request.user):
+            raise Http404("not found")
+        result = refusal_list(tenant=tenant, limit=200)
+        return TemplateResponse(request, "admin/approvals/refusal_review.html", {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta, "title": "Refusal review",
+            "items": result["items"], "sources": result["sources"],
+        })
+
+
+@admin.register(EmailSend)
+class EmailSendAdmin(ReadOnlyScopedAdmin):
+    list_display = ["created_at", "status", "attempts", "error_code", "sent_at", "delivered_at",
+                    "bounced_at", "clicked_at", "approval", "invoice", "tenant"]
+    list_filter = ["status", "tenant"]
+    search_fields = ["message_id", "invoice__external_invoice_id"]
+    list_select_related = ["tenant", "invoice", "approval"]
+    exclude = ["recipient_hash"]
+
+
+@admin.register(DraftEdit)
+class DraftEditAdmin(ReadOnlyScopedAdmin):
+    list_display = ["created_at", "approval", "editor", "subject_after", "tenant"]
+    list_filter = ["tenant"]
+    list_select_related = ["tenant", "approval"]

@@ -1,0 +1,50 @@
+"""HTTP views of the approvals app: GET /refusals (admin role, read-only)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from approvals.refusals import MAX_LIMIT, SOURCES, refusal_list
+from paypilot.api import ApiError
+from paypilot.auth import authorize
+
+
+def _limit(request: Request) -> int:
+    raw = request.query_params.get("limit", "100")
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise ApiError(422, "invalid_input", f"limit must be an integer from 1 to {MAX_LIMIT}",
+                       field="limit", constraint=f"1..{MAX_LIMIT}")
+    return int(raw)
+
+
+def _sources(request: Request) -> tuple[str, ...] | None:
+    raw = request.query_params.get("source", "")
+    if not raw:
+        return None
+    names = tuple(s for s in raw.split(",") if s)
+    if not names or any(name not in SOURCES for name in names):
+        raise ApiError(422, "invalid_input", "source must name known sources",
+                       field="source", constraint="one of " + ",".join(SOURCES))
+    return names
+
+
+class RefusalListApi(APIView):
+    @extend_schema(
+        operation_id="refusals_list",
+        parameters=[
+            OpenApiParameter("limit", int, description=f"rows, 1..{MAX_LIMIT} (default 100)"),
+            OpenApiParameter("source", str, description="comma-separated: " + ", ".join(SOURCES)),
+        ],
+        responses={200: dict},
+    )
+    def get(self, request: Request) -> Response:
+        principal = authorize(request, permission="refusals.read")
+        result = refusal_list(tenant=principal.tenant, limit=_limit(request), sources=_sources(request))
+        return Response({
+            "tenant": principal.tenant.slug,
+            "refusals": [item.as_dict() for item in result["items"]],
+            "sources": result["sources"],
+        })

@@ -1,0 +1,279 @@
+"""Approval lifecycle: open, approve (two people when high value), reject, edit, expire.
+
+State table: pending -> approved | rejected | expired, nothing else. Each decision locks
+the request row, treats a repeat of the same decision as a silent no-op (a double click),
+refuses anything else with an `ApprovalError` reason code, and writes its audit event in
+the same transaction. An approval enqueues the send after its transaction has committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from approvals.models import ApprovalRequest, DraftEdit
+from dunning.guards import guard_check
+from dunning.models import Draft
+from ledger.models import Invoice
+from ledger.money import to_minor
+from paypilot.admin_tenancy import admin_tenant_for
+from paypilot.services import audit_record, pii_hash
+
+logger = logging.getLogger("paypilot.approvals")
+
+Status = ApprovalRequest.Status
+
+APPROVE_PERMISSION = "approvals.approve_approvalrequest"
+
+# The one table of allowed moves; same-state moves are answered before it is read.
+ALLOWED_MOVES: dict[str, frozenset[str]] = {
+    Status.PENDING: frozenset({Status.APPROVED, Status.REJECTED, Status.EXPIRED}),
+    Status.APPROVED: frozenset(),
+    Status.REJECTED: frozenset(),
+    Status.EXPIRED: frozenset(),
+}
+
+# Reason codes an ApprovalError carries (shown in the console, never a stack trace).
+FORBIDDEN = "forbidden"  # not an approver of this tenant
+NOT_PENDING = "not_pending"  # already decided the other way
+APPROVAL_EXPIRED = "approval_expired"  # the TTL passed before anyone decided
+SECOND_APPROVER_REQUIRED = "second_approver_required"  # high value: a different person must agree
+GUARD_REFUSED = "guard_refused"  # an edit the output guards refuse
+DRAFT_WITHOUT_INVOICE = "draft_without_invoice"  # only ledger invoices can be sent to
+
+
+class ApprovalError(Exception):
+    def __init__(self, code: str, detail: str = "", reasons: list[str] | None = None) -> None:
+        super().__init__(detail or code)
+        self.code = code
+        self.detail = detail or code
+        self.reasons = reasons or []
+
+
+def _actor(user: Any) -> str:
+    return f"user:{user.pk}" if user is not None else "system"
+
+
+def approver_may_act(*, user: Any, approval: ApprovalRequest) -> bool:
+    """Platform admins act everywhere; others need the approve permission and membership
+    of the request's tenant."""
+    if user is None or not user.is_active:
+        return False
+    if user.is_superuser:
+        return True
+    if not user.has_perm(APPROVE_PERMISSION):
+        return False
+    tenant = admin_tenant_for(user)
+    return tenant is not None and tenant.pk == approval.tenant_id
+
+
+def annual_value_minor(*, draft: Draft, invoice: Invoice) -> int:
+    """12 x MRR, or the invoice amount when MRR is unknown (the decisions impact rule);
+    the decision's own figure wins when the pipeline recorded one."""
+    decision = getattr(draft, "decision", None)
+    recorded = getattr(decision, "annual_value_at_risk_minor", None) if decision else None
+    if recorded is not None:
+        return int(recorded)
+    customer = invoice.customer
+    if customer is not None and customer.mrr_minor:
+        return 12 * int(customer.mrr_minor)
+    return int(invoice.amount_minor)
+
+
+def _is_high_value(annual_minor: int, currency: str) -> bool:
+    threshold = settings.PAYPILOT_HIGH_VALUE_ANNUAL
+    return threshold > 0 and annual_minor >= to_minor(threshold, currency)
+
+
+def approval_open(*, draft: Draft, now: datetime | None = None) -> ApprovalRequest:
+    """The request for `draft`, opened if there is none yet. Idempotent: a second call (a
+    redelivered webhook) returns the existing request whatever its status. Raises
+    ApprovalError(draft_without_invoice) for a draft not tied to a ledger invoice."""
+    existing = ApprovalRequest.objects.filter(draft=draft).first()
+    if existing is not None:
+        return existing
+    if draft.invoice_id is None:
+        raise ApprovalError(DRAFT_WITHOUT_INVOICE, "only drafts for ledger invoices can be approved")
+    invoice = Invoice.objects.select_related("customer").get(pk=draft.invoice_id)
+    now = now or timezone.now()
+    annual = annual_value_minor(draft=draft, invoice=invoice)
+    try:
+        with transaction.atomic():
+            return ApprovalRequest.objects.create(
+                tenant_id=draft.tenant_id,
+                draft=draft,
+                invoice=invoice,
+                subject=draft.subject,
+                body=draft.body,
+                requested_at=now,
+                expires_at=now + timedelta(hours=settings.PAYPILOT_APPROVAL_TTL_HOURS),
+                high_value=_is_high_value(annual, invoice.currency),
+                annual_value_minor=annual,
+            )
+    except IntegrityError:  # opened concurrently: the one that won is the answer
+        return ApprovalRequest.objects.get(draft=draft)
+
+
+def _detail(approval: ApprovalRequest, **extra: Any) -> dict[str, Any]:
+    return {
+        "approval": approval.pk,
+        "draft": approval.draft_id,
+        "invoice_id": approval.invoice_id,
+        **extra,
+    }
+
+
+def _expire_locked(locked: ApprovalRequest, *, now: datetime) -> None:
+    locked.status = Status.EXPIRED
+    locked.decided_at = now
+    locked.save(update_fields=["status", "decided_at"])
+    audit_record(event="approvals.draft.expired", tenant=locked.tenant, detail=_detail(locked))
+
+
+def _decide(
+    *, approval: ApprovalRequest, user: Any, to: str, note: str, now: datetime | None
+) -> str:
+    """Shared body of approve and reject; returns the outcome code."""
+    if not approver_may_act(user=user, approval=approval):
+        raise ApprovalError(FORBIDDEN, "you may not decide on this draft")
+    now = now or timezone.now()
+    outcome = ""
+    with transaction.atomic():
+        locked = ApprovalRequest.objects.select_for_update().select_related("tenant").get(
+            pk=approval.pk
+        )
+        if locked.status == Status.PENDING and locked.expires_at <= now:
+            _expire_locked(locked, now=now)  # committed with this block; refused below
+        if locked.status == to:
+            outcome = f"already_{to}"
+        elif to not in ALLOWED_MOVES[locked.status]:
+            outcome = APPROVAL_EXPIRED if locked.status == Status.EXPIRED else NOT_PENDING
+        elif to == Status.APPROVED and locked.high_value and locked.first_approver_id is None:
+            locked.first_approver = user
+            locked.first_approved_at = now
+            locked.save(update_fields=["first_approver", "first_approved_at"])
+            audit_record(
+                event="approvals.draft.first_approval", tenant=locked.tenant, actor=_actor(user),
+                detail=_detail(locked, approvals=1),
+            )
+            outcome = "first_approval"
+        elif to == Status.APPROVED and locked.high_value and locked.first_approver_id == user.pk:
+            outcome = SECOND_APPROVER_REQUIRED
+        else:
+            locked.status = to
+            locked.decided_by = user
+            locked.decided_at = now
+            locked.note = note[:1000]
+            locked.save(update_fields=["status", "decided_by", "decided_at", "note"])
+            extra: dict[str, Any] = {"edited": locked.edited}
+            if note:
+                extra["note_hash"] = pii_hash(note)
+            if to == Status.APPROVED:
+                extra["approvals"] = 2 if locked.high_value else 1
+            audit_record(
+                event=f"approvals.draft.{to}", tenant=locked.tenant, actor=_actor(user),
+                detail=_detail(locked, **extra),
+            )
+            outcome = to
+    approval.refresh_from_db()
+    if outcome in (NOT_PENDING, APPROVAL_EXPIRED, SECOND_APPROVER_REQUIRED):
+        messages = {
+            NOT_PENDING: "this draft was already decided",
+            APPROVAL_EXPIRED: "this approval request expired before anyone decided",
+            SECOND_APPROVER_REQUIRED: "a high-value draft needs a second, different approver",
+        }
+        raise ApprovalError(outcome, messages[outcome])
+    return outcome
+
+
+def approval_approve(
+    *, approval: ApprovalRequest, user: Any, note: str = "", now: datetime | None = None
+) -> str:
+    """Say yes. Returns "approved", "first_approval" (high value, one of two) or
+    "already_approved". On "approved" the send task is enqueued after commit. Raises
+    ApprovalError (forbidden, not_pending, approval_expired, second_approver_required)."""
+    outcome = _decide(approval=approval, user=user, to=Status.APPROVED, note=note, now=now)
+    if outcome == Status.APPROVED:
+        send_enqueue(approval_id=approval.pk)
+    return outcome
+
+
+def approval_reject(
+    *, approval: ApprovalRequest, user: Any, note: str = "", now: datetime | None = None
+) -> str:
+    """Say no: one person's no is enough, even for high value. Returns "rejected" or
+    "already_rejected"; raises ApprovalError like approval_approve."""
+    return _decide(approval=approval, user=user, to=Status.REJECTED, note=note, now=now)
+
+
+def edit_refusals(*, subject: str, body: str) -> list[str]:
+    """Why an edited subject/body may not be used: the dunning output guard (links,
+    secret-shaped text, card-like digits, placeholders) and empty copy. Empty list: fine."""
+    reasons = list(guard_check(subject=subject, body=body).reasons)
+    if not subject.strip() or not body.strip():
+        reasons.append("empty_copy")
+    return sorted(set(reasons))
+
+
+def approval_edit(
+    *, approval: ApprovalRequest, user: Any, subject: str, body: str
+) -> DraftEdit | None:
+    """Change the copy of a pending request before approving it. Guards re-run on the new
+    copy (ApprovalError guard_refused with the reasons); the edit is stored as a
+    `DraftEdit` and audited. A high-value first approval is cleared: it was given to other
+    words. Returns None when nothing changed."""
+    if not approver_may_act(user=user, approval=approval):
+        raise ApprovalError(FORBIDDEN, "you may not edit this draft")
+    subject, body = subject.strip(), body.strip()
+    reasons = edit_refusals(subject=subject, body=body)
+    if reasons:
+        raise ApprovalError(GUARD_REFUSED, "the edited copy was refused by the guards", reasons)
+    with transaction.atomic():
+        locked = ApprovalRequest.objects.select_for_update().select_related("tenant").get(
+            pk=approval.pk
+        )
+        if locked.status != Status.PENDING or locked.expires_at <= timezone.now():
+            raise ApprovalError(NOT_PENDING, "only a pending draft can be edited")
+        if locked.subject == subject and locked.body == body:
+            return None
+        edit = DraftEdit.objects.create(
+            tenant_id=locked.tenant_id, approval=locked, editor=_actor(user),
+            subject_before=locked.subject, subject_after=subject,
+            body_before=locked.body, body_after=body,
+        )
+        locked.subject, locked.body, locked.edited = subject, body, True
+        locked.first_approver, locked.first_approved_at = None, None
+        locked.save(update_fields=["subject", "body", "edited", "first_approver", "first_approved_at"])
+        audit_record(
+            event="approvals.draft.edited", tenant=locked.tenant, actor=_actor(user),
+            detail=_detail(locked, edited=True, subject_hash=pii_hash(subject)),
+        )
+    approval.refresh_from_db()
+    return edit
+
+
+def approval_expire_stale(*, now: datetime | None = None) -> int:
+    """Expire every pending request past its expiry; one audit event each. Returns how many."""
+    now = now or timezone.now()
+    expired = 0
+    due = ApprovalRequest.objects.filter(status=Status.PENDING, expires_at__lte=now)
+    for pk in due.values_list("pk", flat=True).iterator():
+        with transaction.atomic():
+            locked = ApprovalRequest.objects.select_for_update().select_related("tenant").get(pk=pk)
+            if locked.status == Status.PENDING and locked.expires_at <= now:
+                _expire_locked(locked, now=now)
+                expired += 1
+    return expired
+
+
+def send_enqueue(*, approval_id: int) -> None:
+    """Queue the send task. Called after the approval committed; the periodic tick
+    re-enqueues any approval left without a send attempt (a crash in between)."""
+    from django_q.tasks import async_task
+
+    async_task("approvals.tasks.send_approval", approval_id)
