@@ -15,10 +15,11 @@ Sources:
 from __future__ import annotations
 
 import csv
+import re
 import hashlib
 import hmac
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -155,23 +156,53 @@ def envelope(*, body: bytes, headers: Mapping[str, str]) -> Envelope:
 
 
 def topic_of(payload: Mapping[str, Any], header: str) -> str:
-    """The topic header when it names a known topic, else read from the payload itself."""
+    """The delivery's topic. The topic header is not covered by either signature, so it is
+    believed only when the payload agrees with it; otherwise the payload decides.
+
+    Handled topics need a matching payload (a replayed failure cannot be relabelled
+    `charge/paid`); an unhandled topic header is kept when the payload does not describe a
+    handled topic, so it is acknowledged under its own name.
+    """
+    inferred = _inferred_topic(payload)
+    if not _TOPIC_SHAPE.match(header or ""):
+        return inferred
     if header in TOPICS:
-        return header
+        return header if _CONSISTENT[header](payload) else inferred
+    return inferred if inferred in TOPICS else header
+
+
+def _inferred_topic(payload: Mapping[str, Any]) -> str:
     charge = payload.get("charge")
     if isinstance(charge, dict):
         status = str(charge.get("status") or "").lower()
-        if charge.get("error_type") == "CLOSED_MAX_RETRIES_REACHED":
-            return "charge/max_retries_reached"
         if status == "error":
+            if charge.get("error_type") == "CLOSED_MAX_RETRIES_REACHED":
+                return "charge/max_retries_reached"
             return "charge/failed"
         if status == "success":
             return "charge/paid"
-        return f"charge/{status or 'unknown'}"
+        return f"charge/{status or 'unknown'}"[:100]
     subscription = payload.get("subscription")
-    if isinstance(subscription, dict) and str(subscription.get("status") or "").lower() == "cancelled":
-        return "subscription/cancelled"
-    return header[:100] or "unknown"
+    if isinstance(subscription, dict):
+        status = str(subscription.get("status") or "").lower()
+        return "subscription/cancelled" if status == "cancelled" else f"subscription/{status or 'unknown'}"[:100]
+    return "unknown"
+
+
+def _charge_status(payload: Mapping[str, Any]) -> str:
+    charge = payload.get("charge")
+    return str(charge.get("status") or "").lower() if isinstance(charge, dict) else ""
+
+
+_TOPIC_SHAPE = re.compile(r"^[a-z_]{1,40}/[a-z_]{1,60}$")
+_CONSISTENT: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    "charge/failed": lambda p: _charge_status(p) == "error",
+    "charge/max_retries_reached": lambda p: _charge_status(p) == "error"
+    and not (p.get("charge") or {}).get("retry_date"),
+    "charge/paid": lambda p: _charge_status(p) == "success",
+    "subscription/cancelled": lambda p: isinstance(p.get("subscription"), dict)
+    and str(p["subscription"].get("status") or "").lower() == "cancelled",
+}
 
 
 # --- translation --------------------------------------------------------------------------
