@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from approvals.services import approval_open
+from dunning.services import draft_for_invoice
 from ledger.models import Invoice
 
 OUTCOME_DRAFT_OPENED = "draft_opened"  # a Draft exists and an approval request is open
@@ -23,11 +25,6 @@ def recovery_start(
     Returns the outcome code. Raises whatever dunning or approvals raise (the caller's
     transaction then rolls back and the event is retried).
     """
-    # Imported here: dunning and approvals import ledger at load time, and this module is
-    # loaded by the worker and by the URL conf alike.
-    from approvals.services import approval_open
-    from dunning.services import draft_for_invoice
-
     draft = draft_for_invoice(
         invoice=invoice,
         provider_retry_at=provider_retry_at,
