@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class PaypilotConfig(AppConfig):
@@ -8,3 +9,9 @@ class PaypilotConfig(AppConfig):
 
     def ready(self) -> None:
         from paypilot import schema  # noqa: F401  registers the OpenAPI auth extension
+
+        # Row-level security follows the schema: every migrate (and every test database)
+        # ends with every tenant table protected, including tables added since.
+        from paypilot.rls import post_migrate_apply
+
+        post_migrate.connect(post_migrate_apply, sender=self, dispatch_uid="paypilot.rls_apply")

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from paypilot.api import ApiError
 from paypilot.models import ApiToken, Role, Tenant
 from paypilot.services import audit_record, token_parse, token_touch, token_verify
+from paypilot.tenancy import bind_request_tenant, bind_token_tenant
 
 M = TypeVar("M", bound=models.Model)
 
@@ -101,6 +102,9 @@ class BearerTokenAuthentication(BaseAuthentication):
         parsed = token_parse(value.strip()) if scheme.lower() == "bearer" else None
         token = None
         if parsed is not None:
+            # The token table is tenant-scoped under row-level security: bind the tenant
+            # owning this prefix first (paypilot/tenancy.py), then read the row.
+            bind_token_tenant(parsed[0], request=request)
             token = (
                 ApiToken.objects.select_related("tenant").filter(prefix=parsed[0]).first()
             )
@@ -121,6 +125,7 @@ def authorize(request: Request, *, permission: str) -> Principal:
     if not isinstance(token, ApiToken):
         raise _reject(request, status=401, reason="missing_token", tenant=None, token=None)
     tenant = token.tenant
+    bind_request_tenant(request, tenant)  # no-op when authentication already bound it
     if tenant.status != Tenant.Status.ACTIVE:
         reason = "tenant_suspended" if tenant.status == Tenant.Status.SUSPENDED else "tenant_deactivated"
         raise _reject(request, status=403, reason=reason, tenant=tenant, token=token)

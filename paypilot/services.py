@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from paypilot.models import ApiToken, AuditEvent, Role, Tenant
+from paypilot.tenancy import platform_audit_insert
 
 logger = logging.getLogger("paypilot.audit")
 
@@ -59,6 +60,10 @@ def audit_record(
     dropped = sorted(set(detail or {}) - set(clean))
     if dropped:
         logger.warning("audit detail keys dropped for %s: %s", event, ",".join(dropped))
+    if tenant is None:  # platform event: see paypilot.tenancy.platform_audit_insert
+        platform = platform_audit_insert(event=event, actor=actor[:100], detail=clean)
+        if platform is not None:
+            return platform
     return AuditEvent.objects.create(event=event, tenant=tenant, actor=actor[:100], detail=clean)
 
 

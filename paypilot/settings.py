@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "dunning",
     "approvals",
     "integrations",
+    "operations",  # GDPR export/erase, retention: below every app, reads them all
 ]
 
 # Lean on purpose: each middleware costs throughput on the hot API paths.
@@ -62,6 +63,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Innermost: one transaction per view on PostgreSQL, carrying the tenant for RLS.
+    "paypilot.tenancy.TenantTransactionMiddleware",
 ]
 
 ROOT_URLCONF = "paypilot.urls"
