@@ -32,7 +32,10 @@ def _row(values: tuple[Any, ...]) -> CustomerRow:
     history = values[7]
     if isinstance(history, str | bytes):  # SQLite returns the JSON text, psycopg the value
         history = json.loads(history or "[]")
-    return CustomerRow(*values[:7], payment_history=history if isinstance(history, list) else [])
+    external_id, name, email, plan, mrr_minor, currency, locale = values[:7]
+    return CustomerRow(external_id=external_id, name=name or "", email=email or "", plan=plan or "",
+                       mrr_minor=mrr_minor, currency=currency or "", locale=locale or "",
+                       payment_history=history if isinstance(history, list) else [])
 
 
 def _select(where: str) -> str:

@@ -7,9 +7,9 @@ import pytest
 
 from dunning import retrieval
 from dunning.retrieval import (
-    K,
     FaissRetriever,
     HashingEmbedder,
+    K,
     LexicalRetriever,
     get_retriever,
     parse_playbook,

@@ -1,0 +1,80 @@
+"""HTTP views of the dunning app: POST /payment-failed (+ /batch) and GET /portfolio-impact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from dunning import validation
+from dunning.idempotency import idempotent_call
+from dunning.portfolio import aggregate, portfolio_impact
+from dunning.selectors import customer_rows_by_id
+from dunning.services import run_recovery
+from paypilot.auth import authorize
+
+_EVENT_FIELDS: dict[str, serializers.Field] = {
+    "customer_id": serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"),
+    "amount": serializers.DecimalField(max_digits=16, decimal_places=3, help_text="major units, > 0"),
+    "currency": serializers.RegexField(r"^[A-Za-z]{3}$"),
+    "failure_code": serializers.RegexField(r"^[a-z_]{1,40}$"),
+    "attempt": serializers.IntegerField(min_value=1, max_value=validation.MAX_ATTEMPT, default=1),
+    "customer_name": serializers.CharField(max_length=200, required=False,
+                                           help_text="used only when the customer is not on record"),
+    "customer_email": serializers.EmailField(max_length=254, required=False),
+    "plan": serializers.CharField(max_length=100, required=False),
+    "locale": serializers.CharField(max_length=35, required=False,
+                                    help_text="BCP 47 tag; malformed or unserved tags get English"),
+}
+_EVENT = inline_serializer("PaymentFailedInput", _EVENT_FIELDS)
+_BATCH = inline_serializer("PaymentFailedBatchInput", {"events": _EVENT.__class__(many=True)})
+_IDEMPOTENCY = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                                description="replays the first response; reuse with another body is 422")
+
+
+def _recover(principal_tenant: Any, event: validation.RecoveryInput) -> tuple[int, dict[str, Any]]:
+    return 200, run_recovery(tenant=principal_tenant, event=event).payload
+
+
+class PaymentFailedApi(APIView):
+    @extend_schema(operation_id="payment_failed", request=_EVENT, parameters=[_IDEMPOTENCY],
+                   responses={200: dict, 422: dict})
+    def post(self, request: Request) -> Response:
+        principal = authorize(request, permission="payment_failed")
+        key = validation.idempotency_key(request.headers.get("Idempotency-Key"))
+        event = validation.payment_failed_input(request.data)
+        return idempotent_call(tenant=principal.tenant, key=key, route="payment-failed", body=request.data,
+                               compute=lambda: _recover(principal.tenant, event))
+
+
+class PaymentFailedBatchApi(APIView):
+    @extend_schema(operation_id="payment_failed_batch", request=_BATCH, parameters=[_IDEMPOTENCY],
+                   responses={200: dict, 422: dict})
+    def post(self, request: Request) -> Response:
+        principal = authorize(request, permission="payment_failed")
+        key = validation.idempotency_key(request.headers.get("Idempotency-Key"))
+        events = validation.batch_input(request.data)
+
+        def compute() -> tuple[int, dict[str, Any]]:
+            tenant = principal.tenant
+            known = customer_rows_by_id(tenant_id=tenant.pk, external_ids=(e.customer_id for e in events))
+            results = [
+                run_recovery(tenant=tenant, event=e, customer=known.get(e.customer_id),
+                             customer_preloaded=True).payload
+                for e in events
+            ]
+            return 200, {"results": results, "aggregate": aggregate(r["impact"] for r in results)}
+
+        return idempotent_call(tenant=principal.tenant, key=key, route="payment-failed/batch",
+                               body=request.data, compute=compute)
+
+
+class PortfolioImpactApi(APIView):
+    @extend_schema(operation_id="portfolio_impact", responses={200: dict})
+    def get(self, request: Request) -> Response:
+        principal = authorize(request, permission="report.read")
+        return Response(portfolio_impact(tenant=principal.tenant))

@@ -1,0 +1,57 @@
+"""Fixtures for dunning tests: clean model seams and a fake chat client."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from dunning import llm, retrieval
+from dunning.llm import ChatReply
+
+
+@pytest.fixture(autouse=True)
+def _fresh_seams() -> Iterator[None]:
+    """Each test starts with no cached chat client or retriever."""
+    llm.reset_chat_client()
+    retrieval.reset_retriever()
+    yield
+    llm.reset_chat_client()
+    retrieval.reset_retriever()
+
+
+class FakeChat:
+    """Stands in for the model: answers with whatever `respond(system, user)` returns."""
+
+    model = "gpt-4o-mini"
+
+    def __init__(self, respond: Callable[[str, str], str]) -> None:
+        self.respond = respond
+        self.calls: list[dict[str, str]] = []
+
+    def complete(self, *, system: str, user: str, max_tokens: int) -> ChatReply:
+        self.calls.append({"system": system, "user": user})
+        return ChatReply(text=self.respond(system, user), input_tokens=900, output_tokens=200)
+
+
+@pytest.fixture
+def llm_on(settings, monkeypatch) -> Callable[[Callable[[str, str], str]], FakeChat]:  # type: ignore[no-untyped-def]
+    """Switch LLM drafting on with a fake client at the one seam; returns the fake."""
+
+    def _on(respond: Callable[[str, str], str]) -> FakeChat:
+        settings.PAYPILOT_LLM_DRAFT = True
+        settings.OPENAI_API_KEY = "sk-test-key-not-real-000000"
+        fake = FakeChat(respond)
+        monkeypatch.setattr(llm, "build_chat_client", lambda: fake)
+        # A key also selects FAISS retrieval: keep it offline with the local embedder.
+        monkeypatch.setattr(retrieval, "build_embedder", lambda: retrieval.HashingEmbedder())
+        return fake
+
+    return _on
+
+
+def json_reply(**fields: Any) -> str:
+    import json
+
+    return json.dumps(fields)
