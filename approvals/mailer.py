@@ -121,6 +121,7 @@ def email_deliver(*, composed: ComposedEmail, send_id: int) -> str:
         raise DeliveryError("not_accepted", transient=True)
     status = getattr(message, "anymail_status", None)
     provider_id = getattr(status, "message_id", None) if status is not None else None
-    if isinstance(provider_id, str) and provider_id:
-        return provider_id
+    # One recipient, so one id; anymail gives a set only when recipients' ids differ.
+    if provider_id is not None and provider_id != "" and not isinstance(provider_id, set):
+        return str(provider_id)
     return message_id

@@ -10,6 +10,9 @@ Order of work, and why:
    transaction. If that transaction fails, the acceptance is written to a durable file in
    PAYPILOT_SEND_FALLBACK_DIR, which the next attempt reads first so the email is never
    resent, and which `send_fallback_reconcile` later copies into the database.
+Each step is its own transaction bound to the approval's tenant (`tenant_context`, for
+PostgreSQL row-level security); the provider call sits outside any transaction, so the
+claim in step 2 is committed before it and nothing can roll it back afterwards.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.db.models import F
 from django.utils import timezone
 
@@ -32,6 +35,7 @@ from approvals.mailer import ComposedEmail, DeliveryError, email_compose, email_
 from approvals.models import ApprovalRequest, EmailSend, SuppressedSend
 from ledger.services import IllegalTransition, invoice_mark_messaged
 from paypilot.services import audit_record, pii_hash
+from paypilot.tenancy import tenant_context, tenant_for_row
 
 logger = logging.getLogger("paypilot.approvals")
 
@@ -87,7 +91,7 @@ def _fallback_write(*, send: EmailSend, message_id: str, sent_at: datetime) -> P
 def _record_sent(*, send: EmailSend, approval: ApprovalRequest, message_id: str,
                  sent_at: datetime) -> None:
     """Provider acceptance -> send row, audit event and the invoice's `messaged`, together."""
-    with transaction.atomic():
+    with tenant_context(approval.tenant_id):
         EmailSend.objects.filter(pk=send.pk).update(
             status=EmailSend.Status.SENT, message_id=message_id[:255], sent_at=sent_at,
             error_code="", next_attempt_at=None,
@@ -114,15 +118,16 @@ def send_fallback_reconcile() -> int:
     done = 0
     for path in sorted(directory.glob("approval-*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
-        send = EmailSend.objects.select_related("approval__tenant", "approval__invoice").filter(
-            pk=record["send"]
-        ).first()
-        if send is None:
-            logger.error("fallback %s names a send that does not exist", path.name)
-            continue
-        if send.status not in EmailSend.TOUCH_STATUSES:
-            _record_sent(send=send, approval=send.approval, message_id=record["message_id"],
-                         sent_at=datetime.fromisoformat(record["sent_at"]))
+        with tenant_context(record["tenant"]):
+            send = EmailSend.objects.select_related("approval__tenant", "approval__invoice").filter(
+                pk=record["send"]
+            ).first()
+            if send is None:
+                logger.error("fallback %s names a send that does not exist", path.name)
+                continue
+            if send.status not in EmailSend.TOUCH_STATUSES:
+                _record_sent(send=send, approval=send.approval, message_id=record["message_id"],
+                             sent_at=datetime.fromisoformat(record["sent_at"]))
         (directory / "reconciled").mkdir(exist_ok=True)
         os.replace(path, directory / "reconciled" / path.name)
         done += 1
@@ -133,7 +138,7 @@ def send_fallback_reconcile() -> int:
 
 def _suppress(*, approval: ApprovalRequest, gate_name: str, reason: str, dry_run: bool,
               existing: EmailSend | None) -> SuppressedSend:
-    with transaction.atomic():
+    with tenant_context(approval.tenant_id):
         row = SuppressedSend.objects.create(
             tenant_id=approval.tenant_id, approval=approval, invoice_id=approval.invoice_id,
             gate=gate_name, reason=reason, dry_run=dry_run,
@@ -156,7 +161,7 @@ def _claim(*, approval: ApprovalRequest, existing: EmailSend | None,
     """Take the one send slot for this draft; None when someone else holds it."""
     if existing is None:
         try:
-            with transaction.atomic():
+            with tenant_context(approval.tenant_id):
                 return EmailSend.objects.create(
                     tenant_id=approval.tenant_id, approval=approval, draft_id=approval.draft_id,
                     invoice_id=approval.invoice_id, customer_id=approval.invoice.customer_id,
@@ -164,12 +169,13 @@ def _claim(*, approval: ApprovalRequest, existing: EmailSend | None,
                 )
         except IntegrityError:
             return None
-    claimed = EmailSend.objects.filter(pk=existing.pk, status=EmailSend.Status.RETRYING).update(
-        status=EmailSend.Status.SENDING, attempts=F("attempts") + 1, next_attempt_at=None
-    )
-    if not claimed:
-        return None
-    existing.refresh_from_db()
+    with tenant_context(approval.tenant_id):
+        claimed = EmailSend.objects.filter(pk=existing.pk, status=EmailSend.Status.RETRYING).update(
+            status=EmailSend.Status.SENDING, attempts=F("attempts") + 1, next_attempt_at=None
+        )
+        if not claimed:
+            return None
+        existing.refresh_from_db()
     return existing
 
 
@@ -182,7 +188,7 @@ def _record_failure(*, send: EmailSend, approval: ApprovalRequest, error: Delive
         fields.update(status=EmailSend.Status.RETRYING, next_attempt_at=now + timedelta(minutes=wait))
     else:
         fields.update(status=EmailSend.Status.FAILED, next_attempt_at=None)
-    with transaction.atomic():
+    with tenant_context(approval.tenant_id):
         EmailSend.objects.filter(pk=send.pk).update(**fields)
         audit_record(
             event="approvals.send.retrying" if retry else "approvals.send.failed",
@@ -190,7 +196,7 @@ def _record_failure(*, send: EmailSend, approval: ApprovalRequest, error: Delive
             detail={"approval": approval.pk, "send": send.pk, "invoice_id": approval.invoice_id,
                     "reason": error.code, "attempt": send.attempts},
         )
-    send.refresh_from_db()
+        send.refresh_from_db()
     return "retrying" if retry else "failed"
 
 
@@ -199,32 +205,34 @@ def send_approved(*, approval_id: int, now: datetime | None = None) -> SendResul
     times, concurrently too. Never raises for a gate or provider refusal: the outcome is in
     the result and in the database."""
     now = now or timezone.now()
-    approval = ApprovalRequest.objects.select_related(
-        "tenant", "invoice__customer", "draft"
-    ).get(pk=approval_id)
-    if fallback_path(approval.pk).exists():
-        return SendResult("sent_unrecorded")  # accepted by the provider already: never again
-    existing = EmailSend.objects.filter(approval=approval).first()
-    if existing is not None and existing.status != EmailSend.Status.RETRYING:
-        return SendResult("already_done", send=existing)
-    if existing is None and approval.decided_at is not None and SuppressedSend.objects.filter(
-        approval=approval, created_at__gte=approval.decided_at
-    ).exists():
-        return SendResult("already_done")  # refused after the decision; a rerun changes nothing
+    tenant_id = tenant_for_row(ApprovalRequest, approval_id)
+    with tenant_context(tenant_id):
+        approval = ApprovalRequest.objects.select_related(
+            "tenant", "invoice__customer", "draft"
+        ).get(pk=approval_id)
+        if fallback_path(approval.pk).exists():
+            return SendResult("sent_unrecorded")  # accepted by the provider already: never again
+        existing = EmailSend.objects.filter(approval=approval).first()
+        if existing is not None and existing.status != EmailSend.Status.RETRYING:
+            return SendResult("already_done", send=existing)
+        if existing is None and approval.decided_at is not None and SuppressedSend.objects.filter(
+            approval=approval, created_at__gte=approval.decided_at
+        ).exists():
+            return SendResult("already_done")  # refused after the decision; a rerun changes nothing
 
-    composed = email_compose(approval=approval)
-    ctx = SendContext(
-        approval=approval, tenant=approval.tenant, invoice=approval.invoice,
-        customer=approval.invoice.customer, recipient=composed.recipient,
-        subject=composed.subject, body=composed.body, link=composed.link,
-        full_body=composed.full_body, now=now,
-    )
-    gate = gates_run(ctx)
-    if gate is not None:
-        _suppress(approval=approval, gate_name=gate.name, reason=gate.reason,
-                  dry_run=gate.dry_run, existing=existing)
-        return SendResult("dry_run" if gate.dry_run else "suppressed", reason=gate.reason,
-                          gate=gate.name)
+        composed = email_compose(approval=approval)
+        ctx = SendContext(
+            approval=approval, tenant=approval.tenant, invoice=approval.invoice,
+            customer=approval.invoice.customer, recipient=composed.recipient,
+            subject=composed.subject, body=composed.body, link=composed.link,
+            full_body=composed.full_body, now=now,
+        )
+        gate = gates_run(ctx)
+        if gate is not None:
+            _suppress(approval=approval, gate_name=gate.name, reason=gate.reason,
+                      dry_run=gate.dry_run, existing=existing)
+            return SendResult("dry_run" if gate.dry_run else "suppressed", reason=gate.reason,
+                              gate=gate.name)
 
     send = _claim(approval=approval, existing=existing, composed=composed)
     if send is None:
@@ -241,20 +249,21 @@ def send_approved(*, approval_id: int, now: datetime | None = None) -> SendResul
         logger.exception("send %s accepted by the provider but not recorded; writing fallback", send.pk)
         _fallback_write(send=send, message_id=message_id, sent_at=sent_at)
         return SendResult("sent_unrecorded", send=send)
-    send.refresh_from_db()
+    with tenant_context(approval.tenant_id):
+        send.refresh_from_db()
     return SendResult("sent", send=send)
 
 
-def send_retry_due(*, now: datetime | None = None) -> list[int]:
-    """Approval ids whose send is waiting for a retry that is now due."""
+def send_retry_due(*, tenant_id: int | None = None, now: datetime | None = None) -> list[int]:
+    """Approval ids (of one tenant, or all) whose send waits for a retry that is now due."""
     now = now or timezone.now()
-    return list(
-        EmailSend.objects.filter(status=EmailSend.Status.RETRYING, next_attempt_at__lte=now)
-        .values_list("approval_id", flat=True)
-    )
+    due = EmailSend.objects.filter(status=EmailSend.Status.RETRYING, next_attempt_at__lte=now)
+    if tenant_id is not None:
+        due = due.filter(tenant_id=tenant_id)
+    return list(due.values_list("approval_id", flat=True))
 
 
-def send_missing(*, older_than: timedelta = timedelta(minutes=2),
+def send_missing(*, tenant_id: int | None = None, older_than: timedelta = timedelta(minutes=2),
                  now: datetime | None = None) -> list[int]:
     """Approved requests with no send and no refusal since the decision: their enqueue was
     lost (a crash between commit and enqueue). The tick sends them."""
@@ -264,6 +273,8 @@ def send_missing(*, older_than: timedelta = timedelta(minutes=2),
         decided_at__gte=now - timedelta(hours=settings.PAYPILOT_APPROVAL_TTL_HOURS),
         send__isnull=True,
     )
+    if tenant_id is not None:
+        approved = approved.filter(tenant_id=tenant_id)
     ids = []
     for approval in approved.only("pk", "decided_at"):
         refused = SuppressedSend.objects.filter(approval_id=approval.pk,

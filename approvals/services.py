@@ -257,11 +257,14 @@ def approval_edit(
     return edit
 
 
-def approval_expire_stale(*, now: datetime | None = None) -> int:
-    """Expire every pending request past its expiry; one audit event each. Returns how many."""
+def approval_expire_stale(*, tenant_id: int | None = None, now: datetime | None = None) -> int:
+    """Expire every pending request (of one tenant, or all) past its expiry; one audit event
+    each. Returns how many."""
     now = now or timezone.now()
     expired = 0
     due = ApprovalRequest.objects.filter(status=Status.PENDING, expires_at__lte=now)
+    if tenant_id is not None:
+        due = due.filter(tenant_id=tenant_id)
     for pk in due.values_list("pk", flat=True).iterator():
         with transaction.atomic():
             locked = ApprovalRequest.objects.select_for_update().select_related("tenant").get(pk=pk)

@@ -6,17 +6,25 @@ from django_q.tasks import async_task
 
 from approvals.sending import send_approved, send_fallback_reconcile, send_missing, send_retry_due
 from approvals.services import approval_expire_stale
+from paypilot.models import Tenant
+from paypilot.tenancy import tenant_context
 
 
 def send_approval(approval_id: int) -> str:
+    # send_approved binds the approval's tenant itself, one short transaction per step.
     return send_approved(approval_id=approval_id).outcome
 
 
 def approvals_tick() -> dict[str, int]:
-    """The scheduled job (every minute): expire stale requests, enqueue due retries and
-    sends whose enqueue was lost, copy fallback-recorded sends into the database."""
-    expired = approval_expire_stale()
-    due = send_retry_due() + send_missing()
+    """The scheduled job (every minute), tenant by tenant: expire stale requests, enqueue
+    due retries and sends whose enqueue was lost; then copy fallback-recorded sends into the
+    database."""
+    expired = 0
+    due: list[int] = []
+    for tenant_id in Tenant.objects.values_list("pk", flat=True):
+        with tenant_context(tenant_id):
+            expired += approval_expire_stale(tenant_id=tenant_id)
+            due += send_retry_due(tenant_id=tenant_id) + send_missing(tenant_id=tenant_id)
     for approval_id in due:
         async_task("approvals.tasks.send_approval", approval_id)
     reconciled = send_fallback_reconcile()

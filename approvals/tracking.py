@@ -16,13 +16,13 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 
 from approvals.models import EmailSend
 from ledger.services import IllegalTransition, invoice_mark_clicked
 from paypilot.services import audit_record
+from paypilot.tenancy import tenant_context, tenant_for_row
 
 logger = logging.getLogger("paypilot.approvals")
 
@@ -80,11 +80,15 @@ def send_tracking_apply(
     the invoice to `clicked` through the ledger."""
     if event_type not in TRACKED_EVENTS:
         return False
-    send = _find_send(message_id=message_id, metadata=metadata)
-    if send is None:
-        return False
+    # Our send id travels in the provider's metadata: it names the tenant to bind (row-level
+    # security) before anything tenant-scoped is read.
+    ref = str((metadata or {}).get("paypilot_send", ""))
+    tenant_id = tenant_for_row(EmailSend, int(ref)) if ref.isdigit() else None
     when = timestamp or timezone.now()
-    with transaction.atomic():
+    with tenant_context(tenant_id):
+        send = _find_send(message_id=message_id, metadata=metadata)
+        if send is None:
+            return False
         locked = EmailSend.objects.select_for_update().get(pk=send.pk)
         if locked.status not in EmailSend.TOUCH_STATUSES:
             return False  # a provider event for a message we never recorded as sent
@@ -105,11 +109,11 @@ def send_tracking_apply(
             event=f"approvals.send.{event_type}", tenant=send.tenant,
             detail={"send": locked.pk, "approval": locked.approval_id, "invoice_id": locked.invoice_id},
         )
-    if event_type == "clicked":
-        try:
-            invoice_mark_clicked(invoice=send.invoice, event_ref=f"send:{send.pk}")
-        except IllegalTransition:
-            logger.warning("click on send %s could not move invoice %s", send.pk, send.invoice_id)
+        if event_type == "clicked":
+            try:
+                invoice_mark_clicked(invoice=send.invoice, event_ref=f"send:{send.pk}")
+            except IllegalTransition:
+                logger.warning("click on send %s could not move invoice %s", send.pk, send.invoice_id)
     return True
 
 

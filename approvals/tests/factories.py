@@ -48,8 +48,12 @@ class DraftFactory(factory.django.DjangoModelFactory):
     invoice = factory.LazyAttribute(
         lambda o: InvoiceFactory(tenant=o.tenant, customer=CustomerFactory(tenant=o.tenant))
     )
-    decision = factory.LazyAttribute(
-        lambda o: DecisionRecordFactory(tenant=o.tenant, invoice_ref=o.invoice.external_invoice_id)
+    decision = factory.SubFactory(
+        DecisionRecordFactory,
+        tenant=factory.SelfAttribute("..tenant"),
+        invoice_ref=factory.LazyAttribute(
+            lambda o: o.factory_parent.invoice.external_invoice_id if o.factory_parent.invoice else "none"
+        ),
     )
     subject = "Your payment did not go through"
     body = "Hello,\n\nyour last payment failed because the card on file has expired.\n\nThanks,\nAcme"

@@ -1,0 +1,26 @@
+"""Email backends for tests: the EMAIL_BACKEND seam, failing the way real transports do."""
+
+from __future__ import annotations
+
+import smtplib
+from typing import Any
+
+from django.core.mail.backends.base import BaseEmailBackend
+
+calls: list[str] = []
+
+
+class TransientFailureBackend(BaseEmailBackend):
+    """The server hung up: worth trying again later."""
+
+    def send_messages(self, email_messages: Any) -> int:
+        calls.append("transient")
+        raise smtplib.SMTPServerDisconnected("connection unexpectedly closed")
+
+
+class PermanentFailureBackend(BaseEmailBackend):
+    """The recipient was refused: trying again cannot help."""
+
+    def send_messages(self, email_messages: Any) -> int:
+        calls.append("permanent")
+        raise smtplib.SMTPRecipientsRefused({"x@example.com": (550, b"no such user")})
