@@ -1,3 +1,10 @@
-from django.urls import path  # noqa: F401
+"""Ledger routes: the recovery report (JSON, token) and its public sample."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from ledger import api, views
+
+urlpatterns = [
+    path("report", api.ReportApi.as_view(), name="report"),
+    path("report/sample", views.report_sample_view, name="report-sample"),
+]

@@ -1,0 +1,150 @@
+"""Ledger admin: invoices read-only with their transitions inline, customers editable by tenant
+admins, and the recovery report page with its charts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
+from django.db import models
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
+
+from ledger.models import Customer, Invoice, InvoiceTransition, PaidBeforeFailure
+from ledger.money import format_minor
+from ledger.selectors import report_build
+from ledger.services import customer_update
+from ledger.views import report_context
+from paypilot.models import Tenant
+
+
+def _user_tenant(user: Any) -> Tenant | None:
+    """The tenant a staff user administers (the approvals app defines the membership as
+    `user.admin_membership`); None when there is none yet."""
+    try:
+        membership = user.admin_membership
+    except (ObjectDoesNotExist, AttributeError):
+        return None
+    return getattr(membership, "tenant", None)
+
+
+def admin_tenants_for(user: Any) -> models.QuerySet[Tenant]:
+    """Tenants `user` may see in the ledger admin: all for superusers, their own for members,
+    none otherwise (fail closed)."""
+    if user.is_active and user.is_superuser:
+        return Tenant.objects.order_by("slug")
+    tenant = _user_tenant(user)
+    return Tenant.objects.filter(pk=tenant.pk) if tenant else Tenant.objects.none()
+
+
+class _TenantScoped:
+    tenant_field = "tenant"
+
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet[Any]:
+        qs = super().get_queryset(request)  # type: ignore[misc]
+        if request.user.is_active and request.user.is_superuser:
+            return qs
+        return qs.filter(**{f"{self.tenant_field}__in": admin_tenants_for(request.user)})
+
+
+class _ReadOnly:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class InvoiceTransitionInline(_ReadOnly, admin.TabularInline):
+    model = InvoiceTransition
+    fields = ["created_at", "from_state", "to_state", "cause", "event_ref"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    ordering = ["id"]
+
+
+@admin.register(Invoice)
+class InvoiceAdmin(_TenantScoped, _ReadOnly, admin.ModelAdmin):
+    """Read-only: the ledger changes only through its services (webhooks, sends, clicks)."""
+
+    list_display = ["external_invoice_id", "tenant", "provider", "state", "arm", "amount",
+                    "currency", "failure_code", "attempt_count", "failed_at", "recovered_at"]
+    list_filter = ["state", "arm", "currency", "provider", "tenant"]
+    list_select_related = ["tenant"]
+    search_fields = ["external_invoice_id", "subscription_id", "provider_customer_id"]
+    date_hierarchy = "failed_at"
+    raw_id_fields = ["customer"]
+    inlines = [InvoiceTransitionInline]
+    readonly_fields = ["tenant", "provider", "external_invoice_id", "customer", "amount_minor",
+                       "currency", "state", "arm", "failure_code", "attempt_count",
+                       "subscription_id", "provider_customer_id", "hosted_invoice_url",
+                       "failed_at", "updated_at", "first_messaged_at", "recovered_at",
+                       "recovered_minor"]
+
+    @admin.display(description="amount", ordering="amount_minor")
+    def amount(self, obj: Invoice) -> str:
+        return format_minor(obj.amount_minor, obj.currency)
+
+    def get_urls(self) -> list[URLPattern]:
+        report = path("report/", self.admin_site.admin_view(self.report_view), name="ledger_report")
+        return [report, *super().get_urls()]
+
+    def report_view(self, request: HttpRequest) -> HttpResponse:
+        """The recovery report with its charts, for one tenant the user may see."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        tenants = admin_tenants_for(request.user)
+        wanted = request.GET.get("tenant", "")
+        tenant = (tenants.filter(slug=wanted).first() if wanted else None) or tenants.first()
+        context: dict[str, Any] = {
+            **self.admin_site.each_context(request),
+            "title": "Recovery report",
+            "tenants": list(tenants),
+            "tenant": tenant,
+        }
+        if tenant is not None:
+            context.update(report_context(report_build(tenant=tenant)))
+        return TemplateResponse(request, "admin/ledger/report.html", context)
+
+
+@admin.register(Customer)
+class CustomerAdmin(_TenantScoped, admin.ModelAdmin):
+    """Editable by tenant admins only (superusers, or staff holding `ledger.change_customer`);
+    customers are created by the ledger services, never by hand, and never deleted here."""
+
+    list_display = ["external_id", "tenant", "name", "plan", "currency", "locale", "updated_at"]
+    list_filter = ["tenant", "plan", "currency"]
+    list_select_related = ["tenant"]
+    search_fields = ["external_id", "name", "email"]
+    readonly_fields = ["tenant", "external_id", "created_at", "updated_at"]
+    fields = ["tenant", "external_id", "name", "email", "plan", "mrr_minor", "currency",
+              "locale", "payment_history", "created_at", "updated_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        user = request.user
+        return bool(user.is_active and (user.is_superuser or user.has_perm("ledger.change_customer")))
+
+    def save_model(self, request: HttpRequest, obj: Customer, form: Any, change: bool) -> None:
+        changed = {name: form.cleaned_data[name] for name in form.changed_data}
+        customer_update(customer=obj, actor=f"user:{request.user.pk}", fields=changed)
+
+
+@admin.register(PaidBeforeFailure)
+class PaidBeforeFailureAdmin(_TenantScoped, _ReadOnly, admin.ModelAdmin):
+    list_display = ["external_invoice_id", "tenant", "provider", "amount_paid_minor", "currency",
+                    "created_at"]
+    list_filter = ["provider", "currency", "tenant"]
+    list_select_related = ["tenant"]
+    search_fields = ["external_invoice_id"]

@@ -1,0 +1,108 @@
+"""Ledger admin: read-only invoices with filters and inline history, customer editing rights,
+and the report page with its charts."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+
+from ledger.models import Customer
+from ledger.services import customer_upsert, invoice_mark_messaged
+from paypilot.models import AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def superuser_client(client):  # type: ignore[no-untyped-def]
+    user = get_user_model().objects.create_superuser("root", "", "pw-for-tests-only")
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def staff_client(client):  # type: ignore[no-untyped-def]
+    """A staff user allowed to view ledger rows but not to change customers."""
+    user = get_user_model().objects.create_user("staff", "", "pw-for-tests-only", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["view_invoice", "view_customer"]))
+    client.force_login(user)
+    return client
+
+
+def test_invoice_list_filters_and_read_only_detail(superuser_client, record_failure) -> None:  # type: ignore[no-untyped-def]
+    invoice = record_failure("in_admin", amount_minor=123456).invoice
+    invoice_mark_messaged(invoice=invoice, event_ref="send:42")
+    listing = superuser_client.get("/admin/ledger/invoice/?state=messaged&arm=treatment&currency=USD&provider=stripe")
+    assert listing.status_code == 200
+    assert "in_admin" in listing.content.decode() and "1,234.56" in listing.content.decode()
+    assert "in_admin" not in superuser_client.get("/admin/ledger/invoice/?state=recovered").content.decode()
+
+    detail = superuser_client.get(f"/admin/ledger/invoice/{invoice.pk}/change/")
+    html = detail.content.decode()
+    assert detail.status_code == 200
+    assert "send:42" in html and "payment_failed" in html  # transitions inline
+    assert 'name="_save"' not in html  # nothing to save: read-only
+    change_url = f"/admin/ledger/invoice/{invoice.pk}/change/"
+    assert superuser_client.post(change_url, {"state": "recovered"}).status_code == 403
+    assert superuser_client.get("/admin/ledger/invoice/add/").status_code == 403
+    assert superuser_client.post(f"/admin/ledger/invoice/{invoice.pk}/delete/", {"post": "yes"}).status_code == 403
+    invoice.refresh_from_db()
+    assert invoice.state == "messaged"
+
+
+def test_superuser_edits_a_customer_and_it_is_audited(superuser_client, tenant) -> None:  # type: ignore[no-untyped-def]
+    customer = customer_upsert(tenant=tenant, external_id="cus_1", name="Old", currency="usd")
+    response = superuser_client.post(f"/admin/ledger/customer/{customer.pk}/change/", {
+        "name": "New Name", "email": "new@example.com", "plan": "Pro", "mrr_minor": "1000",
+        "currency": "eur", "locale": "de", "payment_history": "[]",
+    })
+    assert response.status_code == 302
+    customer.refresh_from_db()
+    assert (customer.name, customer.currency, customer.locale) == ("New Name", "EUR", "de")
+    event = AuditEvent.objects.get(event="ledger.customer.edited")
+    assert event.detail["customer"] == customer.pk and "New Name" not in str(event.detail)
+
+
+def test_staff_without_tenant_admin_rights_cannot_edit_customers(staff_client, tenant) -> None:  # type: ignore[no-untyped-def]
+    customer = customer_upsert(tenant=tenant, external_id="cus_1", name="Kept")
+    response = staff_client.post(f"/admin/ledger/customer/{customer.pk}/change/", {"name": "Changed"})
+    assert response.status_code in (403, 302, 404)
+    customer.refresh_from_db()
+    assert customer.name == "Kept"
+    assert not AuditEvent.objects.filter(event="ledger.customer.edited").exists()
+
+
+def test_staff_without_a_tenant_membership_sees_no_rows(staff_client, record_failure) -> None:  # type: ignore[no-untyped-def]
+    record_failure("in_secret")
+    response = staff_client.get("/admin/ledger/invoice/")
+    assert response.status_code == 200
+    assert "in_secret" not in response.content.decode()
+
+
+def test_customers_are_never_added_or_deleted_in_the_admin(superuser_client, tenant) -> None:  # type: ignore[no-untyped-def]
+    customer = customer_upsert(tenant=tenant, external_id="cus_1", name="Kept")
+    assert superuser_client.get("/admin/ledger/customer/add/").status_code == 403
+    assert superuser_client.post(f"/admin/ledger/customer/{customer.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Customer.objects.filter(pk=customer.pk).exists()
+
+
+def test_report_page_draws_rates_with_sample_sizes_and_weekly_amounts(  # type: ignore[no-untyped-def]
+    superuser_client, tenant, other_tenant, record_failure
+) -> None:
+    record_failure("in_1", amount_minor=1500, currency="jpy")
+    response = superuser_client.get("/admin/ledger/invoice/report/?tenant=acme")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.count('role="img"') == 2  # rates per arm + one weekly chart (JPY)
+    assert "n=1" in html and "n=0" in html
+    assert "Failed vs recovered per week (JPY)" in html
+    assert "1,500" in html
+    assert "withheld" in html.lower()
+    assert "globex" in html  # the tenant chooser lists every tenant for a superuser
+
+
+def test_report_page_needs_view_permission(client, tenant) -> None:  # type: ignore[no-untyped-def]
+    user = get_user_model().objects.create_user("nobody", "", "pw-for-tests-only", is_staff=True)
+    client.force_login(user)
+    assert client.get("/admin/ledger/invoice/report/").status_code == 403
