@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 LADDER="${1:-1,4,16,64}"
 REQUESTS="${2:-2000}"
-PORT="${BENCH_PORT:-8765}"
+PORT="${BENCH_PORT:-18431}"
 THREADS="${BENCH_THREADS:-4}"
 PY=.venv/bin/python
 HTTPBENCH="${HTTPBENCH:-../shared/bench/httpbench.py}"
@@ -17,6 +17,11 @@ export DATABASE_URL="sqlite:///$WORK/bench.sqlite3"
 export DJANGO_SETTINGS_MODULE=paypilot.settings
 export PAYPILOT_RATE_LIMIT_PER_TOKEN=0 PAYPILOT_RATE_LIMIT_PER_IP=0 PAYPILOT_LOG_LEVEL=WARNING
 export DJANGO_DEBUG=0
+
+if curl -s -o /dev/null "http://127.0.0.1:$PORT/" 2>/dev/null; then
+  echo "port $PORT is already in use; set BENCH_PORT" >&2
+  exit 1
+fi
 
 "$PY" manage.py migrate --noinput -v0
 TOKEN="$("$PY" manage.py shell -c '
@@ -37,6 +42,7 @@ for _ in $(seq 1 50); do
   sleep 0.2
 done
 
+kill -0 "$SERVER_PID" 2>/dev/null || { echo "gunicorn did not start:" >&2; cat "$WORK/gunicorn.log" >&2; exit 1; }
 echo "server: gunicorn gthread, 1 worker x $THREADS threads, taskset -c 0, SQLite (WAL), rate limits off, log level WARNING"
 "$PY" "$HTTPBENCH" --url "http://127.0.0.1:$PORT" --route /decide --method POST \
   --body '{"invoice_id":"in_{n}","failure_code":"insufficient_funds","attempt":2,"prior_failures":1}' \

@@ -7,7 +7,7 @@ import re
 from unittest import mock
 
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from decisions.models import DecisionRecord, DecisionRefusal
 from decisions.rules import RULES_VERSION
@@ -135,18 +135,41 @@ def test_unknown_fields_refused_by_name(client, extra_field):  # type: ignore[no
 def test_refusal_row_holds_no_input(client):  # type: ignore[no-untyped-def]
     post(client, {"invoice_id": "in_secret_77", "failure_code": "card_expired", "attempt": 99})
     row = DecisionRefusal.objects.get()
-    stored = " ".join(str(getattr(row, f.attname)) for f in DecisionRefusal._meta.fields)
-    assert "in_secret_77" not in stored and "99" not in stored
+    # Only these columns exist besides id, tenant and time; none can hold the input.
+    assert {f.attname for f in DecisionRefusal._meta.fields} == {"id", "tenant_id", "gate", "reason", "field",
+                                                                 "created_at"}
+    assert (row.gate, row.reason, row.field) == ("fields", "invalid_field", "attempt")
+
+
+def _refuse_inserts() -> None:
+    """Make the database itself refuse the audit INSERT (rolled back with the test)."""
+    table = DecisionRecord._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("CREATE FUNCTION pp_test_refuse() RETURNS trigger AS $$ BEGIN "
+                           "RAISE EXCEPTION 'audit store down'; END; $$ LANGUAGE plpgsql")
+            cursor.execute(f'CREATE TRIGGER pp_test_refuse BEFORE INSERT ON "{table}" '
+                           "FOR EACH ROW EXECUTE FUNCTION pp_test_refuse()")
+        else:
+            cursor.execute(f'CREATE TRIGGER pp_test_refuse BEFORE INSERT ON "{table}" '
+                           "BEGIN SELECT RAISE(ABORT, 'audit store down'); END")
 
 
 def test_audit_unavailable_is_503_and_no_decision_leaks(client):  # type: ignore[no-untyped-def]
-    with mock.patch("decisions.services.DecisionRecord.objects.create", side_effect=DatabaseError("down")):
-        response = post(client, {"invoice_id": "in_1", "failure_code": "card_expired"})
+    _refuse_inserts()
+    response = post(client, {"invoice_id": "in_1", "failure_code": "card_expired"})
     assert response.status_code == 503
     body = response.json()
     assert body["error"] == "audit_unavailable"
     assert set(body) == {"error", "detail"}
     assert "request_card_update" not in response.content.decode()
+    assert DecisionRecord.objects.count() == 0
+
+
+def test_audit_unavailable_when_the_connection_fails(client):  # type: ignore[no-untyped-def]
+    with mock.patch("decisions.services._insert_sql", side_effect=DatabaseError("connection lost")):
+        response = post(client, {"invoice_id": "in_1", "failure_code": "card_expired"})
+    assert response.status_code == 503 and response.json()["error"] == "audit_unavailable"
 
 
 def test_missing_token_is_401(db):  # type: ignore[no-untyped-def]
