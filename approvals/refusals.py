@@ -87,11 +87,14 @@ def _fall_throughs(tenant: Tenant | None, limit: int) -> list[Refusal]:
 
 def _guard_swaps(tenant: Tenant | None, limit: int) -> list[Refusal]:
     model = apps.get_model("dunning", "Draft")
-    rows = _scoped(model.objects.select_related("tenant"), tenant).filter(fallback_used=True)
+    # fallback_used alone also covers a failed or over-budget model call; a guard swap is
+    # the one where the model's copy came back and the guard said no.
+    rows = _scoped(model.objects.select_related("tenant"), tenant).filter(
+        fallback_used=True, guard_verdict__ok=False
+    )
     out = []
     for r in rows.order_by("-created_at", "-pk")[:limit]:
-        verdict = r.guard_verdict if isinstance(r.guard_verdict, dict) else {}
-        reasons = [str(x) for x in verdict.get("reasons", [])] or ["guard_swapped"]
+        reasons = [str(x) for x in r.guard_verdict.get("reasons", [])] or ["guard_swapped"]
         out.append(
             Refusal("guard_swaps", "output_guard", ",".join(reasons), r.created_at, r.tenant.slug,
                     {"draft": r.pk, "invoice_id": r.invoice_id})

@@ -116,7 +116,10 @@ def test_high_value_needs_two_different_approvers(tenant, approver, high_value):
     assert approval_approve(approval=approval, user=second) == "approved"
     assert approval.decided_by_id == second.pk and approval.first_approver_id == approver.pk
     assert len(mail.outbox) == 1
-    events = list(AuditEvent.objects.filter(event__startswith="approvals.draft.").order_by("id").values_list("event", flat=True))
+    events = list(
+        AuditEvent.objects.filter(event__startswith="approvals.draft.").order_by("id")
+        .values_list("event", flat=True)
+    )
     assert events == ["approvals.draft.first_approval", "approvals.draft.approved"]
 
 
