@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.core.exceptions import ObjectDoesNotExist, PermissionDenied
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -17,36 +17,17 @@ from ledger.money import format_minor
 from ledger.selectors import report_build
 from ledger.services import customer_update
 from ledger.views import report_context
+from paypilot.admin_tenancy import TenantScopedAdminMixin, admin_is_platform, admin_tenant_for
 from paypilot.models import Tenant
 
 
-def _user_tenant(user: Any) -> Tenant | None:
-    """The tenant a staff user administers (the approvals app defines the membership as
-    `user.admin_membership`); None when there is none yet."""
-    try:
-        membership = user.admin_membership
-    except (ObjectDoesNotExist, AttributeError):
-        return None
-    return getattr(membership, "tenant", None)
-
-
 def admin_tenants_for(user: Any) -> models.QuerySet[Tenant]:
-    """Tenants `user` may see in the ledger admin: all for superusers, their own for members,
-    none otherwise (fail closed)."""
-    if user.is_active and user.is_superuser:
+    """Tenants `user` may see in the ledger admin: all for platform admins, their own for
+    members, none otherwise (fail closed)."""
+    if admin_is_platform(user):
         return Tenant.objects.order_by("slug")
-    tenant = _user_tenant(user)
+    tenant = admin_tenant_for(user)
     return Tenant.objects.filter(pk=tenant.pk) if tenant else Tenant.objects.none()
-
-
-class _TenantScoped:
-    tenant_field = "tenant"
-
-    def get_queryset(self, request: HttpRequest) -> models.QuerySet[Any]:
-        qs = super().get_queryset(request)  # type: ignore[misc]
-        if request.user.is_active and request.user.is_superuser:
-            return qs
-        return qs.filter(**{f"{self.tenant_field}__in": admin_tenants_for(request.user)})
 
 
 class _ReadOnly:
@@ -70,7 +51,7 @@ class InvoiceTransitionInline(_ReadOnly, admin.TabularInline):
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(_TenantScoped, _ReadOnly, admin.ModelAdmin):
+class InvoiceAdmin(TenantScopedAdminMixin, _ReadOnly, admin.ModelAdmin):  # type: ignore[type-arg]
     """Read-only: the ledger changes only through its services (webhooks, sends, clicks)."""
 
     list_display = ["external_invoice_id", "tenant", "provider", "state", "arm", "amount",
@@ -114,9 +95,11 @@ class InvoiceAdmin(_TenantScoped, _ReadOnly, admin.ModelAdmin):
 
 
 @admin.register(Customer)
-class CustomerAdmin(_TenantScoped, admin.ModelAdmin):
-    """Editable by tenant admins only (superusers, or staff holding `ledger.change_customer`);
-    customers are created by the ledger services, never by hand, and never deleted here."""
+class CustomerAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Editable by tenant admins only: platform admins (superusers), or a tenant's staff member
+    (approvals.AdminMembership) holding `ledger.change_customer`, e.g. through a "tenant
+    admins" group; scoped to their own tenant by the mixin. Customers are created by the
+    ledger services, never by hand, and never deleted here."""
 
     list_display = ["external_id", "tenant", "name", "plan", "currency", "locale", "updated_at"]
     list_filter = ["tenant", "plan", "currency"]
@@ -142,7 +125,7 @@ class CustomerAdmin(_TenantScoped, admin.ModelAdmin):
 
 
 @admin.register(PaidBeforeFailure)
-class PaidBeforeFailureAdmin(_TenantScoped, _ReadOnly, admin.ModelAdmin):
+class PaidBeforeFailureAdmin(TenantScopedAdminMixin, _ReadOnly, admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["external_invoice_id", "tenant", "provider", "amount_paid_minor", "currency",
                     "created_at"]
     list_filter = ["provider", "currency", "tenant"]

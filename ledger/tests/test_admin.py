@@ -106,3 +106,39 @@ def test_report_page_needs_view_permission(client, tenant) -> None:  # type: ign
     user = get_user_model().objects.create_user("nobody", "", "pw-for-tests-only", is_staff=True)
     client.force_login(user)
     assert client.get("/admin/ledger/invoice/report/").status_code == 403
+
+
+@pytest.fixture
+def member_client(client, tenant):  # type: ignore[no-untyped-def]
+    """A tenant admin of `acme`: staff, an admin membership, and the customer-editing right."""
+    # The membership model belongs to approvals (below ledger): reached through the user model.
+    membership = get_user_model()._meta.get_field("admin_membership").related_model
+    user = get_user_model().objects.create_user("finance", "", "pw-for-tests-only", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(
+        codename__in=["view_invoice", "view_customer", "change_customer"]))
+    membership.objects.create(user=user, tenant=tenant)
+    client.force_login(user)
+    return client
+
+
+def test_tenant_admin_sees_and_edits_only_their_tenant(member_client, tenant, other_tenant, record_failure) -> None:  # type: ignore[no-untyped-def]
+    from ledger.services import invoice_record_failure
+
+    record_failure("in_mine")
+    invoice_record_failure(tenant=other_tenant, provider="stripe", external_invoice_id="in_theirs",
+                           amount_minor=1, currency="usd", failure_code="card_expired")
+    listing = member_client.get("/admin/ledger/invoice/").content.decode()
+    assert "in_mine" in listing and "in_theirs" not in listing
+
+    mine = customer_upsert(tenant=tenant, external_id="cus_mine", name="Mine")
+    theirs = customer_upsert(tenant=other_tenant, external_id="cus_theirs", name="Theirs")
+    form = {"name": "Edited", "email": "", "plan": "", "mrr_minor": "", "currency": "",
+            "locale": "", "payment_history": "[]"}
+    assert member_client.post(f"/admin/ledger/customer/{mine.pk}/change/", form).status_code == 302
+    assert member_client.post(f"/admin/ledger/customer/{theirs.pk}/change/", form).status_code == 404
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert (mine.name, theirs.name) == ("Edited", "Theirs")
+
+    report = member_client.get("/admin/ledger/invoice/report/?tenant=globex").content.decode()
+    assert "Recovery report: acme" in report and "globex" not in report
