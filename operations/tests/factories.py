@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from approvals.models import AdminMembership
 from decisions.rules import decide
 from decisions.services import decision_outcome_report, decision_record, decision_refusal_record
+from integrations.models import WebhookEvent
 from ledger.models import Customer, Invoice
 from ledger.services import customer_upsert, invoice_record_failure
 from paypilot.models import Tenant
@@ -39,12 +40,14 @@ class Populated:
 
 
 def person(tag: str) -> Person:
+    """Every word of the name is unique to `tag`, so traces of one person never match another."""
+    first = f"{tag.title()}ette"
     return Person(
         external_id=f"cus_{tag}_0001",
-        name=f"Quillon {tag.title()}vardt",
-        email=f"quillon.{tag}@example.org",
+        name=f"{first} {tag.title()}vardt",
+        email=f"{first.lower()}.{tag}@example.org",
         plan=f"Platinum {tag} plan with weekly call",
-        note=f"Please ring Quillon on the {tag} landline",
+        note=f"Please ring {first} on the {tag} landline",
     )
 
 
@@ -72,6 +75,10 @@ def populate_tenant(tenant: Tenant, subject: Person, *, invoices: int = 2) -> Po
     decision_outcome_report(
         tenant=tenant, invoice_ref=result.invoices[0].external_invoice_id, outcome="paid",
         report_key=f"report-{tenant.slug}",
+    )
+    WebhookEvent.objects.create(
+        tenant=tenant, provider="stripe", event_key=f"evt_{tenant.slug}", event_type="invoice.payment_failed",
+        body=f'{{"customer_email": "{subject.email}", "customer_name": "{subject.name}"}}'.encode(),
     )
     user = get_user_model().objects.create_user(username=f"staff-{tenant.slug}", is_staff=True)
     AdminMembership.objects.create(user=user, tenant=tenant)

@@ -162,13 +162,18 @@ def test_a_pooled_connection_reused_from_a_to_b_carries_nothing_over(app_role, a
 def test_update_and_delete_on_append_only_tables_fail_with_42501(app_role, app_conn):
     a, _ = two_tenants()
     guards = append_only_guards()
-    assert {"paypilot_auditevent", "ledger_invoicetransition", "decisions_decisionrecord"} <= set(guards)
+    assert {"paypilot_auditevent", "ledger_invoicetransition", "decisions_decisionrecord",
+            "integrations_webhookevent"} <= set(guards)
+    for table in [t for t, g in guards.items() if g["columns"]]:  # fires only on a real row
+        _set_tenant(app_conn, a.tenant.pk)
+        assert app_conn.execute(f"SELECT count(*) FROM {_q(table)}").fetchone()[0] > 0, table
+        app_conn.rollback()
     for table, guard in guards.items():
         statements = []
         if guard["update"]:
             statements.append(f"UPDATE {_q(table)} SET id = id")
         for column in guard["columns"]:
-            statements.append(f"UPDATE {_q(table)} SET {_q(column)} = {_q(column)} || ''")
+            statements.append(f"UPDATE {_q(table)} SET {_q(column)} = {_q(column)} || 'x'")
         if guard["delete"]:
             statements.append(f"DELETE FROM {_q(table)}")
         for sql in statements:

@@ -1,0 +1,340 @@
+"""GDPR access and erasure for one data subject (a customer of one tenant).
+
+The subject's rows are everything reachable from their `ledger.Customer` rows through
+foreign keys (invoices, transitions, drafts, approval requests, sends, edits... and any
+table added later that points at one of those), the decision rows naming their invoices by
+`invoice_ref`, and rows one key away (a draft's decision record). Rows elsewhere in the
+tenant that *mention* them (a raw webhook body, a stored API response) are found by
+searching every text, JSON and binary column for their name, e-mail, identifiers and free
+text.
+
+Erasure keeps what the figures need and removes the person:
+- columns with choices and code columns (`KEEP_COLUMNS`: currency, state, failure code...)
+  and every number, date and boolean are kept, so reports do not change;
+- identifiers (`*_id`, `*_ref`, `*_key`, `external_id`) are replaced by their salted hash
+  (`pii_hash`), consistently, so a hashed invoice id still joins its decision rows;
+- every other text column of the subject's rows is emptied (names, e-mails, plans,
+  payment-history notes, draft and approval copy, edit history, hosted invoice URLs);
+- in rows that only mention them, each occurrence is replaced by "[erased]"; a raw payload
+  (a binary column: the webhook inbox) keeps its structure and numbers but loses every
+  free-text string.
+The audit event (salted hash of the subject, counts) is written first, in the same
+transaction, under `append_only_override("gdpr_erase")`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+
+from ledger.models import Customer, Invoice
+from operations import records
+from paypilot.db import append_only_override
+from paypilot.models import Tenant
+from paypilot.services import audit_record, pii_hash
+from paypilot.tenancy import tenant_context
+
+ERASED = "[erased]"
+KEEP_COLUMNS = frozenset(
+    {
+        "currency", "locale", "provider", "failure_code", "cause", "rule_fired", "churn_risk",
+        "action", "offer", "schedule_source", "rules_version", "gate", "reason", "error_code",
+        "source", "status", "state", "arm", "outcome", "event_type", "kind", "model", "editor",
+    }
+)
+_IDENTIFIER = re.compile(r"(^external_id$|_id$|_ref$|_key$|^key$)")
+# A string in a raw payload that is an id, code, amount or URL rather than words.
+_CODE_LIKE = re.compile(r"^[A-Za-z0-9_.:/+\-]{0,200}$")
+MIN_TEXT_TERM = 8  # free text shorter than this is not searched for elsewhere (too common)
+
+
+class SubjectNotFound(LookupError):
+    pass
+
+
+def subject_hash(tenant: Tenant, selector: str) -> str:
+    """The audit log's name for a subject: salted, never the raw id or address."""
+    return pii_hash(f"gdpr:{tenant.slug}:{selector.strip().lower()}")
+
+
+@dataclass
+class Subject:
+    tenant: Tenant
+    selector: str
+    customers: list[Customer]
+    linked: records.Rows = field(default_factory=dict)
+    mentions: records.Rows = field(default_factory=dict)
+    terms: list[str] = field(default_factory=list)  # matched case-insensitively, as substrings
+    # Parts of a name find nothing on their own (another customer may share a first name);
+    # they are removed only from rows already known to be about the subject.
+    name_parts: list[str] = field(default_factory=list)
+    identifiers: set[str] = field(default_factory=set)  # matched whole
+
+    @property
+    def hash(self) -> str:
+        return subject_hash(self.tenant, self.selector)
+
+    def counts(self) -> dict[str, int]:
+        both = records.merge(self.linked, self.mentions)
+        return {model._meta.label: len(keys) for model, keys in sorted(both.items(), key=lambda i: i[0]._meta.label)}
+
+
+def _forward_neighbours(rows: records.Rows) -> records.Rows:
+    """Tenant rows one foreign key away from the subject's rows (a draft's decision)."""
+    found: records.Rows = {}
+    for model, keys in rows.items():
+        for f in model._meta.concrete_fields:
+            target = f.related_model if f.is_relation else None
+            if (
+                not isinstance(target, type) or target in (Customer, *records.NOT_SUBJECT_DATA)
+                or not records.is_tenant_model(target)
+            ):
+                continue
+            pks = set(
+                model._base_manager.filter(pk__in=keys, **{f"{f.name}__isnull": False})
+                .values_list(f.attname, flat=True)
+            )
+            if pks:
+                found.setdefault(target, set()).update(pks)
+    return found
+
+
+def _free_text(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if len(value.strip()) >= MIN_TEXT_TERM and not _CODE_LIKE.match(value) else []
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _free_text(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _free_text(v)]
+    return []
+
+
+def _column_role(f: models.Field) -> str:
+    """keep | hash | erase for one text column of the subject's own rows."""
+    if f.choices or f.name in KEEP_COLUMNS or f.name.endswith("_hash"):
+        return "keep"
+    if isinstance(f, models.CharField) and _IDENTIFIER.search(f.name):
+        return "hash"
+    return "erase"
+
+
+def _collect_terms(subject: Subject) -> None:
+    terms: set[str] = set()
+    identifiers: set[str] = set()
+    for customer in subject.customers:
+        for value in (customer.name, customer.email):
+            if value:
+                terms.add(value)
+    for model, keys in subject.linked.items():
+        fields = records.text_fields(model)
+        for row in model._base_manager.filter(pk__in=keys).values(*[f.attname for f in fields]):
+            for f in fields:
+                value = row[f.attname]
+                role = _column_role(f)
+                if role == "hash" and isinstance(value, str) and len(value) >= 4:
+                    identifiers.add(value)
+                elif role == "erase" and model is Customer:
+                    # Only the person's own free text (plan, history notes) is searched for:
+                    # draft and approval copy is mostly shared template text.
+                    terms.update(_free_text(value))
+    subject.terms = sorted(terms, key=len, reverse=True)
+    parts = {p for c in subject.customers for p in c.name.split() if len(p) >= 2}
+    subject.name_parts = sorted(parts - terms, key=len, reverse=True)
+    subject.identifiers = identifiers
+
+
+def _mentions_in(value: Any, subject: Subject) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, (bytes, memoryview)):
+        value = bytes(value).decode("utf-8", "replace")
+    elif not isinstance(value, str):
+        value = json.dumps(value, ensure_ascii=False)
+    lowered = value.lower()
+    if any(term.lower() in lowered for term in subject.terms):
+        return True
+    return any(f'"{ident}"' in value or value == ident for ident in subject.identifiers)
+
+
+def _find_mentions(subject: Subject) -> records.Rows:
+    found: records.Rows = {}
+    for model in records.tenant_models():
+        if model in records.NOT_SUBJECT_DATA:
+            continue
+        fields = records.text_fields(model)
+        if not fields:
+            continue
+        own = subject.linked.get(model, set())
+        qs = model._base_manager.filter(tenant=subject.tenant).exclude(pk__in=own)
+        plain = [f for f in fields if isinstance(f, (models.CharField, models.TextField))]
+        other = [f for f in fields if f not in plain]
+        if plain and not other:
+            match = Q()
+            for f in plain:
+                for term in subject.terms:
+                    match |= Q(**{f"{f.name}__icontains": term})
+                match |= Q(**{f"{f.name}__in": subject.identifiers})
+            qs = qs.filter(match)
+        for row in qs.values("pk", *[f.attname for f in fields]).iterator(chunk_size=2000):
+            if any(_mentions_in(row[f.attname], subject) for f in fields):
+                found.setdefault(model, set()).add(row["pk"])
+    return found
+
+
+def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str | None = None) -> Subject:
+    """Everything about one data subject of `tenant`. Raises SubjectNotFound."""
+    if bool(customer_id) == bool(email):
+        raise ValueError("give exactly one of customer_id and email")
+    selector = customer_id or email or ""
+    qs = Customer.objects.filter(tenant=tenant)
+    customers = list(qs.filter(external_id=customer_id) if customer_id else qs.filter(email__iexact=email))
+    if not customers:
+        raise SubjectNotFound("no customer of this tenant matches")
+    subject = Subject(tenant=tenant, selector=selector, customers=customers)
+    linked = records.closure(Customer, [c.pk for c in customers])
+    invoice_ids = set(
+        Invoice.objects.filter(pk__in=linked.get(Invoice, set())).values_list("external_invoice_id", flat=True)
+    )
+    linked = records.merge(linked, records.by_invoice_ref(tenant, invoice_ids))
+    subject.linked = records.merge(linked, _forward_neighbours(linked))
+    _collect_terms(subject)
+    subject.mentions = _find_mentions(subject)
+    return subject
+
+
+# --- export ---------------------------------------------------------------------------------
+
+def subject_export(*, subject: Subject, actor: str = "system") -> dict[str, Any]:
+    """The subject's records as one JSON-ready document; the access is audited."""
+    with tenant_context(subject.tenant):
+        audit_record(
+            event="operations.gdpr.exported", tenant=subject.tenant, actor=actor,
+            detail={"subject_hash": subject.hash, "counts": subject.counts()},
+        )
+        return {
+            "subject": {"tenant": subject.tenant.slug, "subject_hash": subject.hash},
+            "records": records.dump(subject.linked),
+            "mentions": records.dump(subject.mentions),
+        }
+
+
+# --- erasure --------------------------------------------------------------------------------
+
+def _redact_text(text: str, subject: Subject) -> str:
+    for term in [*subject.terms, *subject.name_parts]:
+        text = re.sub(re.escape(term), ERASED, text, flags=re.IGNORECASE)
+    for ident in subject.identifiers:
+        text = text.replace(f'"{ident}"', f'"{pii_hash(ident)}"')
+    return text
+
+
+def _redact_json(value: Any, subject: Subject, *, payload: bool) -> Any:
+    """Strings naming the subject go; in a raw payload every free-text string goes too."""
+    if isinstance(value, dict):
+        return {k: _redact_json(v, subject, payload=payload) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_json(v, subject, payload=payload) for v in value]
+    if isinstance(value, str):
+        if value in subject.identifiers:
+            return pii_hash(value)
+        lowered = value.lower()
+        if any(term.lower() in lowered for term in [*subject.terms, *subject.name_parts]):
+            return ERASED
+        if payload and value and not _CODE_LIKE.match(value):
+            return ERASED
+    return value
+
+
+def _redact_payload(raw: bytes, subject: Subject) -> bytes:
+    text = raw.decode("utf-8", "replace")
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return _redact_text(text, subject).encode()
+    return json.dumps(_redact_json(parsed, subject, payload=True), separators=(",", ":")).encode()
+
+
+def _erased_value(f: models.Field, value: Any) -> Any:
+    if isinstance(f, models.JSONField):
+        return [] if isinstance(value, list) else {}
+    if isinstance(f, models.BinaryField):
+        return b""
+    return ""
+
+
+def _own_row_changes(model: type[models.Model], row: dict[str, Any]) -> dict[str, Any]:
+    changes = {}
+    for f in records.text_fields(model):
+        value = row[f.attname]
+        role = _column_role(f)
+        if role == "hash" and value:
+            changes[f.attname] = pii_hash(value)
+        elif role == "erase" and value not in ("", b"", {}, [], None):
+            changes[f.attname] = _erased_value(f, value)
+    return changes
+
+
+def _mention_changes(model: type[models.Model], row: dict[str, Any], subject: Subject) -> dict[str, Any]:
+    changes = {}
+    for f in records.text_fields(model):
+        value = row[f.attname]
+        if value is None:
+            continue
+        if isinstance(f, models.BinaryField):
+            new: Any = _redact_payload(bytes(value), subject)
+            changed = new != bytes(value)
+        elif isinstance(f, models.JSONField):
+            new = _redact_json(value, subject, payload=False)
+            changed = new != value
+        else:
+            new = pii_hash(value) if value in subject.identifiers else _redact_text(value, subject)
+            changed = new != value
+        if changed:
+            changes[f.attname] = new
+    return changes
+
+
+@dataclass
+class ErasureReport:
+    subject_hash: str
+    changed: dict[str, int]  # model label -> rows changed
+    dry_run: bool
+
+
+def subject_erase(*, subject: Subject, dry_run: bool = False, actor: str = "system") -> ErasureReport:
+    """Remove the subject's name, e-mail and free text everywhere; keep amounts and states.
+
+    Writes the audit event first, then changes rows, all in one transaction. A dry run
+    computes the same report and changes nothing (no audit event either)."""
+    plan: list[tuple[type[models.Model], Any, dict[str, Any]]] = []
+    for model, keys in subject.linked.items():
+        names = [f.attname for f in records.text_fields(model)]
+        for row in model._base_manager.filter(pk__in=keys).values("pk", *names):
+            changes = _own_row_changes(model, row)
+            if changes:
+                plan.append((model, row["pk"], changes))
+    for model, keys in subject.mentions.items():
+        names = [f.attname for f in records.text_fields(model)]
+        for row in model._base_manager.filter(pk__in=keys).values("pk", *names):
+            changes = _mention_changes(model, row, subject)
+            if changes:
+                plan.append((model, row["pk"], changes))
+    changed: dict[str, int] = {}
+    for model, _, _ in plan:
+        changed[model._meta.label] = changed.get(model._meta.label, 0) + 1
+    report = ErasureReport(subject_hash=subject.hash, changed=dict(sorted(changed.items())), dry_run=dry_run)
+    if dry_run:
+        return report
+    with tenant_context(subject.tenant), append_only_override("gdpr_erase"):
+        audit_record(
+            event="operations.gdpr.erased", tenant=subject.tenant, actor=actor,
+            detail={"subject_hash": subject.hash, "counts": report.changed, "operation": "gdpr_erase"},
+        )
+        for model, pk, changes in plan:
+            model._base_manager.filter(pk=pk).update(**changes)
+    return report
