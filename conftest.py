@@ -11,6 +11,13 @@ from paypilot.models import Tenant
 from paypilot.services import tenant_create, token_issue
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # Must live in the rootdir conftest: the approvals browser test saves its console
+    # screenshot under docs/ only when asked.
+    parser.addoption("--screenshots", action="store_true", default=False,
+                     help="browser tests save screenshots under docs/")
+
+
 @pytest.fixture
 def tenant(db) -> Tenant:  # type: ignore[no-untyped-def]
     return tenant_create(slug="acme", name="Acme Ltd")
