@@ -77,7 +77,7 @@ def closure(model: type[models.Model], pks: Iterable[Any]) -> Rows:
     return rows
 
 
-def by_invoice_ref(tenant: Tenant, external_ids: set[str]) -> Rows:
+def by_invoice_ref(tenant: Tenant | int, external_ids: set[str]) -> Rows:
     """Tenant rows naming one of these invoices by external id instead of a key."""
     rows: Rows = {}
     if not external_ids:

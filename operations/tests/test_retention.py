@@ -1,0 +1,129 @@
+"""retention_purge: old closed invoices go with every dependent row, open ones stay, raw
+bodies are emptied after their window, a dry run changes nothing."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from approvals.models import ApprovalRequest, DraftEdit, EmailSend
+from decisions.models import DecisionRecord
+from dunning.models import Draft
+from integrations.models import WebhookEvent
+from ledger.models import Customer, Invoice, InvoiceTransition
+from ledger.services import invoice_record_payment
+from operations.retention import months_before, retention_purge
+from operations.tests.factories import person
+from operations.tests.gdpr_setup import Demo, demo_subject
+from paypilot.models import AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def make_demo(tenant, settings, django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    settings.PAYPILOT_SEND_EMAIL = True
+    settings.PAYPILOT_ALLOWED_RECIPIENTS = ["*"]
+    settings.PAYPILOT_RETENTION_MONTHS = 12
+    settings.PAYPILOT_WEBHOOK_BODY_DAYS = 30
+
+    def _make(tag: str, *, close: bool, age: timedelta) -> Demo:
+        demo = demo_subject(tenant, person(tag), tag=tag, capture_on_commit=django_capture_on_commit_callbacks)
+        invoice = Invoice.objects.get(customer=demo.customer)
+        if close:
+            invoice_record_payment(
+                tenant=tenant, provider="stripe", external_invoice_id=invoice.external_invoice_id,
+                amount_paid_minor=invoice.amount_minor, currency=invoice.currency,
+            )
+        Invoice.objects.filter(pk=invoice.pk).update(updated_at=timezone.now() - age)
+        WebhookEvent.objects.filter(pk=demo.event.pk).update(received_at=timezone.now() - age)
+        return demo
+
+    return _make
+
+
+def chain(demo: Demo) -> dict[str, int]:
+    invoice_ids = list(Invoice.objects.filter(customer=demo.customer).values_list("pk", flat=True))
+    refs = list(Invoice.objects.filter(pk__in=invoice_ids).values_list("external_invoice_id", flat=True))
+    return {
+        "invoice": len(invoice_ids),
+        "transitions": InvoiceTransition.objects.filter(invoice_id__in=invoice_ids).count(),
+        "drafts": Draft.objects.filter(invoice_id__in=invoice_ids).count(),
+        "approvals": ApprovalRequest.objects.filter(invoice_id__in=invoice_ids).count(),
+        "sends": EmailSend.objects.filter(invoice_id__in=invoice_ids).count(),
+        "edits": DraftEdit.objects.filter(approval__invoice_id__in=invoice_ids).count(),
+        "decisions": DecisionRecord.objects.filter(invoice_ref__in=refs).count(),
+    }
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command("retention_purge", *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_old_closed_invoice_goes_with_its_dependents_open_one_of_same_age_stays(make_demo):
+    old_closed = make_demo("oldclosed", close=True, age=timedelta(days=400))
+    old_open = make_demo("oldopen", close=False, age=timedelta(days=400))
+    new_closed = make_demo("newclosed", close=True, age=timedelta(days=20))
+    closed_before = chain(old_closed)
+    assert all(closed_before.values())
+    open_before, new_before = chain(old_open), chain(new_closed)
+
+    output = run()
+
+    assert chain(old_closed) == dict.fromkeys(open_before, 0)
+    assert chain(old_open) == open_before
+    assert chain(new_closed) == new_before
+    assert Customer.objects.filter(pk=old_closed.customer.pk).exists()  # the customer is not an invoice
+    # Raw bodies: both 400-day-old events are emptied, the 20-day-old one is kept; rows stay.
+    bodies = {e.event_key: bytes(e.body) for e in WebhookEvent.objects.all()}
+    assert bodies["evt_oldclosed_1"] == b"" and bodies["evt_oldopen_1"] == b""
+    assert bodies["evt_newclosed_1"] != b""
+    audit = AuditEvent.objects.get(event="operations.retention.purged")
+    assert audit.detail["counts"]["ledger.Invoice"] == 1
+    assert audit.detail["counts"]["integrations.WebhookEvent.body"] == 2
+    assert audit.detail["counts"]["ledger.InvoiceTransition"] == closed_before["transitions"]
+    assert audit.detail["counts"]["approvals.EmailSend"] == closed_before["sends"]
+    assert "purged ledger.Invoice: 1" in output
+
+
+def test_dry_run_changes_nothing(make_demo):
+    demo = make_demo("dry", close=True, age=timedelta(days=400))
+    before = chain(demo)
+    audits = AuditEvent.objects.count()
+    output = run("--dry-run")
+    assert "would purge ledger.Invoice: 1" in output
+    assert chain(demo) == before
+    assert bytes(WebhookEvent.objects.get(pk=demo.event.pk).body) != b""
+    assert AuditEvent.objects.count() == audits
+
+
+def test_nothing_to_do_still_audits_once(db):
+    assert "purged: nothing" in run()
+    assert AuditEvent.objects.filter(event="operations.retention.purged").count() == 1
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal(make_demo):
+    make_demo("bar", close=True, age=timedelta(days=400))
+    quiet = io.StringIO()
+    retention_purge(dry_run=True, progress=quiet)
+    assert quiet.getvalue() == ""
+    terminal = _Terminal()
+    retention_purge(dry_run=True, progress=terminal)
+    assert "retention" in terminal.getvalue() and "row" in terminal.getvalue()
+
+
+def test_months_before_clamps_the_day():
+    assert months_before(datetime(2026, 3, 31, 12, tzinfo=UTC), 1) == datetime(2026, 2, 28, 12, tzinfo=UTC)
+    assert months_before(datetime(2026, 1, 15, tzinfo=UTC), 12) == datetime(2025, 1, 15, tzinfo=UTC)
