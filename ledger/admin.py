@@ -43,7 +43,7 @@ class _ReadOnly:
 
 class InvoiceTransitionInline(_ReadOnly, admin.TabularInline):
     model = InvoiceTransition
-    fields = ["created_at", "from_state", "to_state", "cause", "event_ref"]
+    fields = ("created_at", "from_state", "to_state", "cause", "event_ref")
     readonly_fields = fields
     extra = 0
     can_delete = False
