@@ -168,10 +168,14 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"pii": {"()": "paypilot.logsafe.PiiLogFilter"}},  # e-mails hashed, extras allowlisted
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["pii"]}},
     "loggers": {
         "paypilot": {"handlers": ["stderr"], "level": LOG_LEVEL, "propagate": False},
         "django_q": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+        # django-q2 logs under "django-q" (one INFO line per enqueued task otherwise).
+        "django-q": {"handlers": ["stderr"], "level": LOG_LEVEL if LOG_LEVEL != "INFO" else "WARNING",
+                     "propagate": False},
     },
 }
 

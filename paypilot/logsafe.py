@@ -1,0 +1,28 @@
+"""The last line of defence on every PayPilot log line: personal values never reach stderr.
+
+Callers already log ids and reason codes only; this filter, on the one stderr handler,
+catches what slips through: e-mail addresses in a message become their salted hash
+(`pii_hash`), and `extra=` fields outside the audit allowlist are dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from paypilot.services import AUDIT_DETAIL_ALLOWLIST, pii_hash
+
+_EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
+# Attributes every LogRecord has; anything else came from `extra=`.
+_STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+class PiiLogFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = _EMAIL.sub(lambda m: f"<email:{pii_hash(m.group(0).lower())[:12]}>", message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        for key in [k for k in vars(record) if k not in _STANDARD and k not in AUDIT_DETAIL_ALLOWLIST]:
+            delattr(record, key)
+        return True
