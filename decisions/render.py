@@ -79,7 +79,6 @@ def ach_markdown() -> str:
     for code, family in ctx["stated_families"]:
         lines.append(f"- {code}: {family}. {ctx['r11_reason']}")
     lines += [f"- Every other code: {ctx['family_unstated']}.", "", "## Special rules", ""]
-    for code, rule in ctx["special_rules"]:
-        lines.append(f"- {rule}")
+    lines += [f"- {rule}" for _code, rule in ctx["special_rules"]]
     lines.append("")
     return "\n".join(lines)

@@ -42,10 +42,19 @@ NO_RETRY_ACTIONS: frozenset[str] = frozenset({"request_new_payment_method", "req
 OFFERS: Mapping[str, str] = MappingProxyType(
     {
         "request_card_update": "Update the card on file in a minute from the secure link; nothing else changes.",
-        "wait_and_retry": "No action needed: we will try again in a few days, and we can give you a short grace period if that helps.",
-        "request_new_payment_method": "Add a different payment method from the secure link; this card will not be charged again.",
-        "request_manual_payment": "Pay this invoice directly from the secure link, or set up a new mandate for the next ones.",
-        "retry_and_verify": "We will try once more shortly; if it fails again, your bank or another card can sort it out.",
+        "wait_and_retry": (
+            "No action needed: we will try again in a few days, and we can give you a short grace period "
+            "if that helps."
+        ),
+        "request_new_payment_method": (
+            "Add a different payment method from the secure link; this card will not be charged again."
+        ),
+        "request_manual_payment": (
+            "Pay this invoice directly from the secure link, or set up a new mandate for the next ones."
+        ),
+        "retry_and_verify": (
+            "We will try once more shortly; if it fails again, your bank or another card can sort it out."
+        ),
     }
 )
 

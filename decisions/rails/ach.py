@@ -84,7 +84,9 @@ def load(csv_text: str, rows_json: Mapping[str, Any]) -> RailTable:
     for item in rows_json["rows"]:
         for code in item["codes"]:
             if table[code].row != int(item["row"]):
-                raise RailTableError(f"ach: {code} is on row {table[code].row} in the list, row {item['row']} in the rows")
+                raise RailTableError(
+                    f"ach: {code} is on row {table[code].row} in the list, row {item['row']} in the rows"
+                )
     if set(families) - set(table):
         raise RailTableError("ach: a family is stated for an unlisted code")
     return RailTable(

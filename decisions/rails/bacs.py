@@ -43,13 +43,21 @@ SOURCE_QUALITY = "secondary_sources_only"
 ALIGNED_WITH_R07 = frozenset({"ARUDD-1", "ADDACS-1", "AUDDIS-1"})
 R07_NOTE = ("moved to row 5 on purpose to match ACH R07 (authorisation revoked): the payer "
             "withdrew the instruction itself, so a person acts first")
+_NOTICE_DISPUTE = (
+    "kept on row 4: our notice is what must be put right; no collection until the payer's dispute is resolved"
+)
 DISPUTE_DECISIONS = {
-    "ARUDD-4": "kept on row 4: our notice is what must be put right; no collection until the payer's dispute is resolved",
-    "ADDACS-D": "kept on row 4: our notice is what must be put right; no collection until the payer's dispute is resolved",
+    "ARUDD-4": _NOTICE_DISPUTE,
+    "ADDACS-D": _NOTICE_DISPUTE,
 }
 SPECIAL_RULES = {
-    "ARUDD-0": ("may be re-presented within one month of the original processing day, telling the payer about 5 working days ahead (Bacs's own web page)",),
-    "ADDACS-R": ("reinstatement is possible up to two months after cancellation; after that a new instruction is needed",),
+    "ARUDD-0": (
+        "may be re-presented within one month of the original processing day, telling the payer about "
+        "5 working days ahead (Bacs's own web page)",
+    ),
+    "ADDACS-R": (
+        "reinstatement is possible up to two months after cancellation; after that a new instruction is needed",
+    ),
 }
 _PUBLISHERS = re.compile(r"^(\d+) (?:separate publishers|sources) agree")
 

@@ -51,10 +51,16 @@ DISPUTED_DECISIONS: dict[str, tuple[int, str]] = {
 }
 
 SPECIAL_RULES: dict[str, tuple[str, ...]] = {
-    "MD06": ("SDD Core only: the payer may claim a refund of an authorised debit within 8 weeks of the debit date, no reason needed; SDD B2B has no such right",),
+    "MD06": (
+        "SDD Core only: the payer may claim a refund of an authorised debit within 8 weeks of the debit "
+        "date, no reason needed; SDD B2B has no such right",
+    ),
     "MD01": ("an unauthorised-transaction refund can be claimed up to 13 months after the debit",),
     "AM04": ("may be re-presented as a new collection",),
-    "MS03": ("may be re-presented once; it can mask AC04, AM04, MD07 or RR01-RR04 where national law forbids the specific code",),
+    "MS03": (
+        "may be re-presented once; it can mask AC04, AM04, MD07 or RR01-RR04 where national law forbids "
+        "the specific code",
+    ),
 }
 
 
