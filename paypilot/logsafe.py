@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 import re
 
-from paypilot.services import AUDIT_DETAIL_ALLOWLIST, pii_hash
-
 _EMAIL = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}")
 # Attributes every LogRecord has; anything else came from `extra=`.
 _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
@@ -19,6 +17,9 @@ _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
 class PiiLogFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
+        # Imported here: logging is configured while settings load, before the apps are.
+        from paypilot.services import AUDIT_DETAIL_ALLOWLIST, pii_hash
+
         message = record.getMessage()
         redacted = _EMAIL.sub(lambda m: f"<email:{pii_hash(m.group(0).lower())[:12]}>", message)
         if redacted != message:
