@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from decisions import rules
@@ -20,6 +20,7 @@ provider_times = st.none() | st.datetimes(
     min_value=datetime(2026, 1, 1), max_value=datetime(2027, 1, 1), timezones=st.just(UTC))
 
 
+@settings(deadline=None)  # no timing in tests: a busy machine must not fail them
 @given(code=codes, attempt=attempts, prior=priors, provider_at=provider_times)
 def test_every_input_gives_exactly_one_well_formed_decision(code, attempt, prior, provider_at):  # type: ignore[no-untyped-def]
     decision = rules.decide(failure_code=code, attempt=attempt, prior_failures=prior,
@@ -45,6 +46,7 @@ def test_every_input_gives_exactly_one_well_formed_decision(code, attempt, prior
     assert decision.rules_version == rules.RULES_VERSION
 
 
+@settings(deadline=None)  # no timing in tests: a busy machine must not fail them
 @given(attempt=attempts, prior=priors)
 def test_risk_buckets_follow_the_stated_rule(attempt, prior):  # type: ignore[no-untyped-def]
     score = attempt + prior
@@ -52,6 +54,7 @@ def test_risk_buckets_follow_the_stated_rule(attempt, prior):  # type: ignore[no
     assert rules.churn_risk(attempt=attempt, prior_failures=prior) == expected
 
 
+@settings(deadline=None)  # no timing in tests: a busy machine must not fail them
 @given(amount=st.integers(min_value=0, max_value=10**12), mrr=st.none() | st.integers(min_value=0, max_value=10**12),
        prior=priors)
 def test_impact_is_integer_minor_units(amount, mrr, prior):  # type: ignore[no-untyped-def]
