@@ -1,6 +1,19 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_delete, post_save
 
 
 class IntegrationsConfig(AppConfig):
     name = "integrations"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Cache invalidation only (no business logic): the webhook path caches the tenant
+        # and its credential per process for a few seconds.
+        from integrations.models import ProviderCredential
+        from integrations.services.inbox import credential_cache_clear
+        from paypilot.models import Tenant
+
+        for model in (Tenant, ProviderCredential):
+            uid = f"integrations-credential-cache-{model.__name__}"
+            post_save.connect(credential_cache_clear, sender=model, dispatch_uid=f"{uid}-save")
+            post_delete.connect(credential_cache_clear, sender=model, dispatch_uid=f"{uid}-delete")

@@ -15,9 +15,9 @@ Sources:
 from __future__ import annotations
 
 import csv
-import re
 import hashlib
 import hmac
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass

@@ -9,8 +9,10 @@ unique constraint answer duplicates.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import ModuleType
@@ -54,16 +56,42 @@ def _refused(status: int, code: str, detail: str) -> Receipt:
     return Receipt(status=status, body={"error": code, "detail": detail})
 
 
-def _credential_for(tenant_slug: str, provider: str) -> tuple[Tenant | None, ProviderCredential | None]:
-    """One query on the hot path: the credential with its tenant, else the tenant alone."""
-    credential = (
-        ProviderCredential.objects.select_related("tenant")
-        .filter(tenant__slug=tenant_slug, provider=provider)
-        .first()
-    )
-    if credential is not None:
-        return credential.tenant, credential
-    return Tenant.objects.filter(slug=tenant_slug).first(), None
+# The hot path's only read, cached per process for a few seconds: a secret rotation or a
+# tenant suspension reaches other processes within CREDENTIAL_CACHE_SECONDS; this process
+# drops its cache at once (integrations.apps connects `credential_cache_clear` to saves).
+CREDENTIAL_CACHE_SECONDS = 5.0
+_credential_cache: dict[tuple[str, str], tuple[float, Tenant, Credentials | None]] = {}
+_cache_lock = threading.Lock()
+
+
+def credential_cache_clear(**kwargs: Any) -> None:
+    with _cache_lock:
+        _credential_cache.clear()
+
+
+def _credential_for(tenant_slug: str, provider: str) -> tuple[Tenant | None, Credentials | None]:
+    """The tenant and its decrypted credential for `provider` (None, None for an unknown
+    tenant). Raises SecretUnreadable when the stored secret does not decrypt."""
+    key = (tenant_slug, provider)
+    now = time.monotonic()
+    hit = _credential_cache.get(key)
+    if hit is not None and hit[0] > now:
+        return hit[1], hit[2]
+    tenant = Tenant.objects.filter(slug=tenant_slug).first()
+    if tenant is None:
+        return None, None
+    with _tenant_bound(tenant):
+        row = ProviderCredential.objects.filter(tenant=tenant, provider=provider).first()
+    credential = credential_read(row) if row is not None else None
+    with _cache_lock:
+        _credential_cache[key] = (now + CREDENTIAL_CACHE_SECONDS, tenant, credential)
+    return tenant, credential
+
+
+def _tenant_bound(tenant: Tenant) -> AbstractContextManager[None]:
+    """Row-level security binding on PostgreSQL; nothing on SQLite (where tenant_context
+    would open a write transaction just to read)."""
+    return tenant_context(tenant) if connection.vendor == "postgresql" else nullcontext()
 
 
 def webhook_receive(
@@ -81,32 +109,30 @@ def webhook_receive(
     that is not the provider's shape; 404/403 for an unknown or inactive tenant.
     """
     module = adapter(provider)
-    if connection.vendor == "postgresql":
-        # Row-level security: bind the tenant before reading its credential, and keep it
-        # bound for the insert, so the whole request is one transaction.
-        tenant = Tenant.objects.filter(slug=tenant_slug).first()
-        if tenant is None:
-            return _refused(404, REASON_TENANT_NOT_FOUND, "no such tenant")
-        with tenant_context(tenant):
-            credential = ProviderCredential.objects.filter(tenant=tenant, provider=provider).first()
-            return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key)
-    tenant, credential = _credential_for(tenant_slug, provider)
+    try:
+        tenant, credential = _credential_for(tenant_slug, provider)
+    except SecretUnreadable:
+        tenant = Tenant.objects.get(slug=tenant_slug)
+        with _tenant_bound(tenant):
+            return _reject(tenant, provider, REASON_SECRET_UNREADABLE, status=500)
     if tenant is None:
         return _refused(404, REASON_TENANT_NOT_FOUND, "no such tenant")
+    if connection.vendor == "postgresql":
+        # Row-level security: the tenant stays bound for the audit row or the insert, so
+        # the request is one transaction there.
+        with tenant_context(tenant):
+            return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key)
     return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key)
 
 
 def _receive(
-    module: ModuleType, tenant: Tenant, credential: ProviderCredential | None, *,
+    module: ModuleType, tenant: Tenant, credential: Credentials | None, *,
     body: bytes, headers: Mapping[str, str], url_key: str,
 ) -> Receipt:
     provider = module.NAME
     if not tenant.is_active:
         return _refused(403, REASON_TENANT_INACTIVE, "this tenant does not accept webhooks")
-    try:
-        creds = credential_read(credential) if credential is not None else Credentials()
-    except SecretUnreadable:
-        return _reject(tenant, provider, REASON_SECRET_UNREADABLE, status=500)
+    creds = credential or Credentials()
     if not creds.secret:
         if not (settings.PAYPILOT_ALLOW_UNSIGNED_WEBHOOKS and tenant.slug == settings.PAYPILOT_DEMO_TENANT):
             return _reject(tenant, provider, REASON_SECRET_NOT_CONFIGURED)

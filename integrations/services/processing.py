@@ -12,7 +12,6 @@ import logging
 from collections.abc import Callable
 from typing import Any, cast
 
-from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 

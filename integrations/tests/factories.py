@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import factory
 
 from integrations.models import WebhookEvent
@@ -19,9 +21,8 @@ class WebhookEventFactory(factory.django.DjangoModelFactory):
     event_key = factory.Sequence(lambda n: f"evt_factory{n:06d}")
     event_type = "invoice.payment_action_required"
     body = factory.LazyAttribute(
-        lambda o: (
-            '{"id": "%s", "object": "event", "type": "%s", "data": {"object": {"id": "in_x"}}}'
-            % (o.event_key, o.event_type)
+        lambda o: json.dumps(
+            {"id": o.event_key, "object": "event", "type": o.event_type, "data": {"object": {"id": "in_x"}}}
         ).encode()
     )
     headers = factory.LazyFunction(dict)

@@ -51,7 +51,9 @@ def test_2021_01_shape_uses_store_currency_and_number_times_tried(recharge_tenan
 
 @pytest.mark.parametrize("name,reason", [("charge_failed_not_customer", "not_customer_error"),
                                          ("charge_failed_unknown_type", "unmapped_error_type")])
-def test_not_the_customers_problem_is_acknowledged_never_emailed(recharge_tenant, post_recharge, recovery, name, reason):
+def test_not_the_customers_problem_is_acknowledged_never_emailed(
+    recharge_tenant, post_recharge, recovery, name, reason
+):
     assert post_recharge(load_fixture("recharge", name)).status_code == 200
 
     event = WebhookEvent.objects.get()

@@ -26,7 +26,8 @@ def test_valid_failure_is_stored_processed_and_handed_to_recovery(stripe_tenant,
     assert event.outcome == "draft_opened" and event.attempts == 1
     assert "Stripe-Signature" in event.headers
     invoice = Invoice.objects.get()
-    assert (invoice.external_invoice_id, invoice.amount_minor, invoice.currency) == ("in_1RzQ4xAcmeRobotics", 149900, "USD")
+    assert invoice.external_invoice_id == "in_1RzQ4xAcmeRobotics"
+    assert (invoice.amount_minor, invoice.currency) == (149900, "USD")
     assert invoice.failure_code == "card_expired"
     assert invoice.subscription_id == "sub_1RAcmeScale"
     assert invoice.customer.email == "billing@acmerobotics.io"
@@ -114,7 +115,8 @@ def test_missing_secret_is_refused(tenant, post_stripe):
     assert response.status_code == 400
     assert response.json()["error"] == "secret_not_configured"
     assert not WebhookEvent.objects.exists()
-    assert AuditEvent.objects.filter(event="integrations.webhook.rejected", detail__reason="secret_not_configured").exists()
+    rejected = AuditEvent.objects.filter(event="integrations.webhook.rejected")
+    assert rejected.filter(detail__reason="secret_not_configured").exists()
 
 
 def test_unsigned_allowed_only_for_demo_tenant_with_the_switch(db, client, recovery):

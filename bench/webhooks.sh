@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# Benchmark signed Stripe webhook deliveries (unique event ids) into the inbox, then drain
+# the inbox with one django-q2 worker, on SQLite and on PostgreSQL.
+#
+# Ack phase: gunicorn (gthread, 1 worker) pinned to CPU 0; ../shared/bench/httpbench.py on
+# CPU 1 signs each request like Stripe (--stripe-secret) and makes ids unique ({uuid}).
+# Drain phase: `manage.py qcluster` with one worker, the whole cluster pinned to CPU 0,
+# turns every stored delivery into ledger invoice + decision + draft + approval request.
+# At the end the database is counted: every delivery must be processed exactly once.
+#
+# Usage: bench/webhooks.sh [sqlite|postgres|both] [ladder] [requests-per-step]
+#   defaults: both, 1,16,64, 2000. PostgreSQL: $BENCH_PG_URL
+#   (default postgres://postgres@127.0.0.1:5432/pp_integrations_bench, dropped and recreated).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WHICH="${1:-both}"
+LADDER="${2:-1,16,64}"
+REQUESTS="${3:-2000}"
+REPEAT="${BENCH_REPEAT:-3}"
+PORT="${BENCH_PORT:-18766}"
+THREADS="${BENCH_THREADS:-8}"
+PG_URL="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/pp_integrations_bench}"
+PY=.venv/bin/python
+HTTPBENCH="${HTTPBENCH:-../shared/bench/httpbench.py}"
+BODY=bench/webhook_stripe_body.json
+SECRET="whsec_bench_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+WORK="$(mktemp -d /tmp/pp-bench-webhooks.XXXXXX)"
+
+export DJANGO_SETTINGS_MODULE=paypilot.settings DJANGO_DEBUG=0
+export PAYPILOT_RATE_LIMIT_PER_TOKEN=0 PAYPILOT_RATE_LIMIT_PER_IP=0 PAYPILOT_LOG_LEVEL=WARNING
+export PAYPILOT_Q_SYNC=0 PAYPILOT_Q_WORKERS=1 PAYPILOT_HOLDOUT_PCT=0
+export BENCH_STRIPE_SECRET="$SECRET"
+
+SERVER_PID=""
+CLUSTER_PID=""
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  [ -n "$CLUSTER_PID" ] && kill "$CLUSTER_PID" 2>/dev/null && wait "$CLUSTER_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+count() {  # one JSON line with the exactly-once counts
+  "$PY" manage.py shell -v0 -c '
+import json
+from django.db.models import Count, Max, Min
+from approvals.models import ApprovalRequest
+from decisions.models import DecisionRecord
+from dunning.models import Draft
+from integrations.models import WebhookEvent
+from ledger.models import Invoice, InvoiceTransition
+ev = WebhookEvent.objects
+span = ev.filter(status="processed").aggregate(first=Min("processed_at"), last=Max("processed_at"))
+print(json.dumps({
+  "events": ev.count(),
+  "received": ev.filter(status="received").count(),
+  "processed": ev.filter(status="processed").count(),
+  "failed": ev.filter(status="failed").count(),
+  "processed_more_than_once": ev.filter(attempts__gt=1).count(),
+  "invoices": Invoice.objects.count(),
+  "transitions": InvoiceTransition.objects.count(),
+  "decisions": DecisionRecord.objects.count(),
+  "drafts": Draft.objects.count(),
+  "approval_requests": ApprovalRequest.objects.count(),
+  "duplicate_invoice_ids": Invoice.objects.values("external_invoice_id").annotate(n=Count("id")).filter(n__gt=1).count(),
+  "drain_span_s": (span["last"] - span["first"]).total_seconds() if span["first"] else None,
+}))' | tail -n 1
+}
+
+run_one() {
+  local db="$1"
+  if [ "$db" = sqlite ]; then
+    export DATABASE_URL="sqlite:///$WORK/bench.sqlite3"
+    rm -f "$WORK"/bench.sqlite3*
+  else
+    export DATABASE_URL="$PG_URL"
+    local admin_url="${PG_URL%/*}/postgres" name="${PG_URL##*/}"
+    "$PY" - "$admin_url" "$name" <<'PYEOF'
+import sys, psycopg
+with psycopg.connect(sys.argv[1], autocommit=True) as conn:
+    conn.execute(f'DROP DATABASE IF EXISTS "{sys.argv[2]}" WITH (FORCE)')
+    conn.execute(f'CREATE DATABASE "{sys.argv[2]}"')
+PYEOF
+  fi
+  "$PY" manage.py migrate --noinput -v0
+  "$PY" manage.py shell -v0 -c 'from paypilot.services import tenant_create; tenant_create(slug="bench", name="Bench")'
+  "$PY" manage.py webhook_credential --tenant bench --provider stripe --secret-env BENCH_STRIPE_SECRET >/dev/null
+
+  taskset -c 0 .venv/bin/gunicorn paypilot.wsgi:application \
+    --bind "127.0.0.1:$PORT" --workers 1 --worker-class gthread --threads "$THREADS" \
+    --log-level warning --access-logfile /dev/null >"$WORK/gunicorn-$db.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break; sleep 0.2; done
+  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    echo "gunicorn did not start (port $PORT in use? set BENCH_PORT)"; cat "$WORK/gunicorn-$db.log"; exit 1
+  fi
+
+  echo
+  echo "=== $db: acknowledge signed Stripe deliveries ==="
+  echo "server: gunicorn gthread 1 worker x $THREADS threads, taskset -c 0; enqueue = ORM broker row in the same transaction"
+  "$PY" "$HTTPBENCH" --url "http://127.0.0.1:$PORT" --route /t/bench/webhooks/stripe --method POST \
+    --body-file "$BODY" --stripe-secret "$SECRET" --expect-status 200 --expect-body '"duplicate": false' \
+    --ladder "$LADDER" -n "$REQUESTS" --repeat "$REPEAT" --cpu 1 --server-pid "$SERVER_PID" \
+    --label "webhooks-$db" -o "$WORK/ack-$db.json"
+  kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+
+  if [ "${BENCH_DRAIN:-1}" = 0 ]; then return; fi
+  local before
+  before="$(count)"
+  echo "stored before drain: $before"
+
+  echo "=== $db: drain the inbox with one qcluster worker on CPU 0 ==="
+  local start end
+  start="$(date +%s.%N)"
+  taskset -c 0 "$PY" manage.py qcluster >"$WORK/qcluster-$db.log" 2>&1 &
+  CLUSTER_PID=$!
+  while :; do
+    sleep 1
+    local left
+    left="$("$PY" manage.py shell -v0 -c 'from integrations.models import WebhookEvent as E; print(E.objects.filter(status="received").count())' | tail -n 1)"
+    [ "$left" = 0 ] && break
+    if ! kill -0 "$CLUSTER_PID" 2>/dev/null; then echo "qcluster died"; tail -20 "$WORK/qcluster-$db.log"; exit 1; fi
+  done
+  end="$(date +%s.%N)"
+  kill "$CLUSTER_PID"; wait "$CLUSTER_PID" 2>/dev/null || true; CLUSTER_PID=""
+  local after
+  after="$(count)"
+  echo "after drain: $after"
+  "$PY" - "$after" "$start" "$end" <<'PYEOF'
+import json, sys
+c = json.loads(sys.argv[1]); wall = float(sys.argv[3]) - float(sys.argv[2])
+n = c["processed"]
+exact = (c["received"] == 0 and c["failed"] == 0 and c["processed"] == c["events"]
+         and c["processed_more_than_once"] == 0
+         and c["invoices"] == c["transitions"] == c["decisions"] == c["drafts"] == c["approval_requests"] == c["events"]
+         and c["duplicate_invoice_ids"] == 0)
+span = c["drain_span_s"] or float("nan")
+print(f"drain: {n} deliveries; {n / span:.0f}/s between first and last processed "
+      f"({span:.1f} s); {n / wall:.0f}/s wall clock incl. cluster start-up and 1 s polling ({wall:.1f} s)")
+print(f"exactly once: {'yes' if exact else 'NO'}")
+PYEOF
+}
+
+case "$WHICH" in
+  sqlite) run_one sqlite ;;
+  postgres) run_one postgres ;;
+  both) run_one sqlite; run_one postgres ;;
+  *) echo "usage: $0 [sqlite|postgres|both] [ladder] [requests]"; exit 2 ;;
+esac
