@@ -101,6 +101,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             ),
         }
     )
+    # Keep each thread's connection: reopening it runs the PRAGMAs above on every request.
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
