@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 from django.db import DatabaseError
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.parsers import BaseParser
@@ -81,7 +83,7 @@ class DecideApi(APIView):
                                  value={"invoice_id": "in_1001", "failure_code": "card_expired"})],
         description="Decide from the rules table and record the decision before answering.",
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="decide")
         try:
             data = validation.parse_object(_read_body(request))
@@ -100,7 +102,9 @@ class DecideApi(APIView):
         body: dict[str, Any] = {"invoice_id": clean.invoice_id, **decision.as_dict(),
                                 "decided_at": rules.iso_ms(record.decided_at),
                                 "tenant": principal.tenant.slug, "audit_id": record.pk}
-        return Response(body)
+        # Serialized here rather than through DRF's renderer: same compact JSON, less work
+        # on the hottest route.
+        return HttpResponse(json.dumps(body, separators=(",", ":")), content_type="application/json")
 
 
 class DecisionListApi(APIView):

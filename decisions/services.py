@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
+from typing import Any
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Field
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
+from django.db.models import DateTimeField, Field
 
 from decisions.models import DecisionOutcome, DecisionRecord, DecisionRefusal
 from decisions.rules import Decision
 from paypilot.models import Tenant
+
+_SOURCES = frozenset(DecisionRecord.Source.values)
 
 
 def now_ms() -> datetime:
@@ -27,7 +31,7 @@ def decision_record(*, tenant: Tenant, invoice_ref: str, decision: Decision, sou
 
     Callers must not act on or return a decision this did not record.
     """
-    if source not in DecisionRecord.Source.values:
+    if source not in _SOURCES:
         raise ValueError(f"unknown decision source: {source}")
     impact = decision.impact
     values = {
@@ -55,10 +59,11 @@ def decision_record(*, tenant: Tenant, invoice_ref: str, decision: Decision, sou
     record = DecisionRecord(**values)
     # One prepared INSERT ... RETURNING instead of Model.save(): this is the hot path of
     # POST /decide, and the ORM's per-call query compilation costs more than the insert.
-    params = [field.get_db_prep_save(getattr(record, field.attname), connection) for field in _insert_fields()]
+    conn = connections[DEFAULT_DB_ALIAS]
+    params = [adapt(values[attname]) for attname, adapt in _insert_adapters(conn.vendor)]
     # Inside a caller's transaction a savepoint keeps a failed insert from poisoning it.
-    with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
-        cursor.execute(_insert_sql(connection.vendor), params)
+    with transaction.atomic() if conn.in_atomic_block else nullcontext(), conn.cursor() as cursor:
+        cursor.execute(_insert_sql(conn.vendor), params)
         record.pk = cursor.fetchone()[0]
     record._state.adding = False
     return record
@@ -67,6 +72,23 @@ def decision_record(*, tenant: Tenant, invoice_ref: str, decision: Decision, sou
 @cache
 def _insert_fields() -> tuple[Field, ...]:  # type: ignore[type-arg]
     return tuple(f for f in DecisionRecord._meta.concrete_fields if not f.primary_key)
+
+
+@cache
+def _insert_adapters(vendor: str) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    """(attname, adapter) per column: the backend's datetime adapter for datetimes, the value
+    as is for the rest (str, int, float, bool and None pass through both drivers unchanged)."""
+    out: list[tuple[str, Callable[[Any], Any]]] = []
+    for field in _insert_fields():
+        if isinstance(field, DateTimeField):
+            out.append((field.attname, connection.ops.adapt_datetimefield_value))
+        else:
+            out.append((field.attname, _same))
+    return tuple(out)
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 @cache
