@@ -196,7 +196,8 @@ def _enqueue(event_id: int) -> None:
     # ack_failure: a failed attempt is recorded on the event and retried by the sweeper
     # (finite), not re-presented by the broker as well.
     try:
-        async_task(PROCESS_TASK, event_id, ack_failure=True, task_name=f"webhook-{event_id}")
+        # save=False: the event row already records the outcome; django-q2 keeps failures only.
+        async_task(PROCESS_TASK, event_id, ack_failure=True, save=False, task_name=f"webhook-{event_id}")
     except ProcessingFailed:
         # Only in sync mode (tests, PAYPILOT_Q_SYNC=1), where django-q2 runs the task inline
         # and re-raises: the failure is already recorded on the event, the sweeper retries.
