@@ -43,15 +43,17 @@ class ComposedEmail:
 
 
 def email_compose(*, approval: ApprovalRequest) -> ComposedEmail:
-    """The email as it would leave now: approved copy, then our signed link, then the AI
-    disclosure line when PAYPILOT_AI_DISCLOSURE is set. The link is minted here, at send
-    time, so nothing long-lived sits in the draft."""
+    """The email as it would leave now: approved copy, then our signed link, then (for copy
+    a model drafted) the PAYPILOT_AI_DISCLOSURE line when it is set. The link is minted here,
+    at send time, so nothing long-lived sits in the draft."""
     invoice = approval.invoice
     customer = invoice.customer
     link = recovery_link_url(invoice=invoice)
     parts = [approval.body.rstrip(), f"{LINK_LEAD}\n{link}"]
     disclosure = settings.PAYPILOT_AI_DISCLOSURE.strip()
-    if disclosure:
+    # Model-written copy stays model-written after a person's edit; committed template
+    # copy gets no claim it was written by AI.
+    if disclosure and approval.draft.source == "llm":
         parts.append(disclosure)
     return ComposedEmail(
         recipient=(customer.email.strip() if customer is not None else ""),

@@ -48,6 +48,7 @@ class Case:
     did: str = ""  # what the real code path answered
     source: str = ""  # which refusal source it should (or must not) appear in
     match: Callable[[dict[str, Any]], bool] = field(default=lambda item: False, repr=False)
+    broken: bool = False  # a control that already misbehaved on its own path counts as appearing
     appeared: bool = False
 
     @property
@@ -116,10 +117,13 @@ class _Walk:
         self.count += 1
         customer = customer_upsert(tenant=self.tenant, external_id=f"walk-cus-{self.count}",
                                    name="Walk Customer", email=email, currency="USD", locale="en")
-        return invoice_record_failure(
+        invoice = invoice_record_failure(
             tenant=self.tenant, provider="api", external_invoice_id=f"walk-in-{self.count}",
             amount_minor=4900, currency="USD", failure_code="card_expired", customer=customer,
         ).invoice
+        if invoice is None:
+            raise RuntimeError("the ledger did not record the walk's invoice")
+        return invoice
 
     def approved_send(self, draft: Draft) -> tuple[int, str]:
         approval = approval_open(draft=draft)
@@ -129,6 +133,15 @@ class _Walk:
         return approval.pk, f"{result.outcome} {result.reason}".strip()
 
 
+Match = Callable[[dict[str, Any]], bool]
+
+
+def _row(key: str, value: Any, reason: str = "") -> Match:
+    """Matches a refusal row whose `key` equals `value` (and whose reason is `reason`)."""
+    return lambda item: value is not None and item.get(key) == value and (
+        not reason or item.get("reason") == reason)
+
+
 def _cases(walk: _Walk) -> list[Case]:
     cases: list[Case] = []
 
@@ -136,25 +149,25 @@ def _cases(walk: _Walk) -> list[Case]:
                             "customer_email": "x@walk.invalid"})
     refusal_id = response.json().get("refusal_id")
     cases.append(Case("refused /decide body", True, f"{response.status_code} {response.json().get('error')}",
-                      "decision_refusals", lambda i, r=refusal_id: i.get("refusal_id") == r))
+                      "decision_refusals", _row("refusal_id", refusal_id)))
 
     response = walk.decide({"invoice_id": "walk-fallthrough", "failure_code": "walk_unlisted_code"})
     record = DecisionRecord.objects.filter(tenant=walk.tenant, invoice_ref="walk-fallthrough").first()
     cases.append(Case("fall-through to the default row", True,
                       f"{response.status_code} rule={record.rule_fired if record else '-'}",
-                      "decision_fall_throughs", lambda i, r=record: r is not None and i.get("decision") == r.pk))
+                      "decision_fall_throughs", _row("decision", record.pk if record else None)))
 
     response = walk.decide({"invoice_id": "walk-matched", "failure_code": "card_expired"})
     matched = DecisionRecord.objects.filter(tenant=walk.tenant, invoice_ref="walk-matched").first()
     cases.append(Case("control: matched decision", False,
                       f"{response.status_code} rule={matched.rule_fired if matched else '-'}",
-                      "decision_fall_throughs", lambda i, r=matched: r is None or i.get("decision") == r.pk))
+                      "decision_fall_throughs",
+                      _row("decision", matched.pk if matched else None), broken=matched is None))
 
     draft = draft_for_invoice(invoice=walk.invoice(email="stranger@walk.invalid"))
     approval_id, did = walk.approved_send(draft)
     cases.append(Case("allowlist refusal", True, did, "suppressed_sends",
-                      lambda i, a=approval_id: i.get("approval") == a
-                      and i["reason"] == "recipient_not_allowlisted"))
+                      _row("approval", approval_id, "recipient_not_allowlisted")))
 
     base = draft_for_invoice(invoice=walk.invoice(email=ALLOWED))
     broken = Draft.objects.create(  # a template whose slot was never filled
@@ -164,27 +177,27 @@ def _cases(walk: _Walk) -> list[Case]:
     )
     approval_id, did = walk.approved_send(broken)
     cases.append(Case("output-guard refusal", True, did, "suppressed_sends",
-                      lambda i, a=approval_id: i.get("approval") == a and i["reason"] == "output_guard_refused"))
+                      _row("approval", approval_id, "output_guard_refused")))
 
     with _llm_offline():
         swapped = draft_for_invoice(invoice=walk.invoice(email=ALLOWED))
     cases.append(Case("guard-swapped model draft", True,
                       f"source={swapped.source} fallback_used={swapped.fallback_used}", "guard_swaps",
-                      lambda i, d=swapped.pk: i.get("draft") == d))
+                      _row("draft", swapped.pk)))
 
     draft = draft_for_invoice(invoice=walk.invoice(email=ALLOWED))
     stale = approval_open(draft=draft, now=timezone.now() - timedelta(hours=settings.PAYPILOT_APPROVAL_TTL_HOURS + 1))
     approval_expire_stale(tenant_id=walk.tenant.pk)
     result = send_approved(approval_id=stale.pk)
     cases.append(Case("expired approval", True, f"{result.outcome} {result.reason}", "suppressed_sends",
-                      lambda i, a=stale.pk: i.get("approval") == a and i["reason"] == "approval_expired"))
+                      _row("approval", stale.pk, "approval_expired")))
 
     outbox_before = len(getattr(mail, "outbox", []))
     draft = draft_for_invoice(invoice=walk.invoice(email=ALLOWED))
     approval_id, did = walk.approved_send(draft)
     sent = len(getattr(mail, "outbox", [])) - outbox_before
     cases.append(Case("control: clean approved send", False, f"{did}, {sent} email(s) in the outbox",
-                      "suppressed_sends", lambda i, a=approval_id, n=sent: i.get("approval") == a or n != 1))
+                      "suppressed_sends", _row("approval", approval_id), broken=sent != 1))
     return cases
 
 
@@ -206,7 +219,7 @@ def refusal_walk_run() -> WalkReport:
                 view = refusal_list(tenant=walk.tenant, limit=500)
                 for case in cases:
                     items = [i.as_dict() for i in view["items"] if i.source == case.source]
-                    case.appeared = any(case.match(item) for item in items)
+                    case.appeared = case.broken or any(case.match(item) for item in items)
                 report = WalkReport(cases=cases, view={
                     "refusals": [i.as_dict() for i in view["items"]], "sources": view["sources"],
                 })

@@ -100,7 +100,9 @@ class TenantScopedAdminMixin:
         if not admin_is_platform(request.user):
             if related is Tenant:
                 tenant = admin_tenant_for(request.user)
-                kwargs["queryset"] = Tenant.objects.filter(pk=tenant.pk if tenant else None)
+                kwargs["queryset"] = (
+                    Tenant.objects.filter(pk=tenant.pk) if tenant else Tenant.objects.none()
+                )
             elif any(f.name == "tenant" for f in related._meta.get_fields()):
                 kwargs["queryset"] = admin_scope_queryset(
                     related._default_manager.all(), user=request.user

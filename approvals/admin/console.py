@@ -13,6 +13,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -269,7 +270,7 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
                 "verb": verb, "action": f"{verb}_selected", "queryset": queryset,
                 "rows": [(a, self.customer_col(a), self.amount_col(a)) for a in queryset],
                 "pending_count": len(pending),
-                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             })
         note = request.POST.get("note", "")[:1000]
         outcomes: Counter[str] = Counter()

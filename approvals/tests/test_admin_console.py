@@ -61,13 +61,13 @@ def test_queue_defaults_to_pending_and_filters(logged_in, tenant, approver, make
 
 def test_review_page_shows_the_rendered_email(logged_in, tenant, make_approval, settings):
     settings.PAYPILOT_AI_DISCLOSURE = "Drafted with AI, reviewed by a person."
-    approval = make_approval(tenant)
+    approval = make_approval(tenant, source="llm")
     html = logged_in.get(_review(approval.pk)).content.decode()
     assert approval.subject in html
     assert "your last payment failed" in html
     assert settings.PAYPILOT_PUBLIC_BASE_URL.rstrip("/") + "/r/" in html
     assert "Drafted with AI, reviewed by a person." in html
-    assert "card_expired" in html and "template" in html and "Approve and send" in html
+    assert "card_expired" in html and "LLM" in html and "Approve and send" in html
 
 
 def test_single_approve_sends_and_moves_to_next(logged_in, tenant, make_approval, sending_on):

@@ -197,7 +197,7 @@ def test_link_host_not_allowed(approved):
 
 
 def test_link_host_refused_in_disclosure_too(approved, settings):
-    approval = approved()
+    approval = approved(source="llm")
     settings.PAYPILOT_AI_DISCLOSURE = "Written with help from https://ai.example.net"
     _refused(approval, "link_host_not_allowed")
 

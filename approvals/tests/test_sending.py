@@ -146,6 +146,8 @@ def test_fallback_is_reconciled_into_the_database(approved_unsent, monkeypatch):
 
 def test_link_added_at_send_time_and_disclosure_appended(approved_unsent, settings):
     settings.PAYPILOT_AI_DISCLOSURE = "This email was drafted with the help of AI and reviewed by a person."
+    approved_unsent.draft.source = "llm"
+    approved_unsent.draft.save(update_fields=["source"])
     send_approved(approval_id=approved_unsent.pk)
     body = mail.outbox[0].body
     assert body.startswith(approved_unsent.body.rstrip())
@@ -159,6 +161,12 @@ def test_link_added_at_send_time_and_disclosure_appended(approved_unsent, settin
 def test_no_disclosure_when_unset(approved_unsent):
     send_approved(approval_id=approved_unsent.pk)
     assert mail.outbox[0].body.rstrip().rsplit("\n", 1)[1].startswith("http")
+
+
+def test_no_disclosure_on_template_copy(approved_unsent, settings):
+    settings.PAYPILOT_AI_DISCLOSURE = "Drafted with AI."
+    send_approved(approval_id=approved_unsent.pk)
+    assert "Drafted with AI." not in mail.outbox[0].body
 
 
 def test_anymail_backend_message_id_and_metadata(approved_unsent, settings):
