@@ -26,8 +26,8 @@ def _text(x: float, y: float, content: str, *, anchor: str = "start", size: int 
 
 def recovery_rate_chart(arms: dict[str, dict[str, Any]]) -> SafeString:
     """Horizontal bars: recovery rate per arm, each labelled with its sample size."""
-    width, left, bar_h, gap, top = 560, 110, 26, 16, 28
-    plot = width - left - 120
+    width, left, bar_h, gap, top = 600, 110, 26, 16, 28
+    plot = width - left - 160  # room for the "100.0%  (n of n=N)" label right of a full bar
     height = top + len(REPORT_ARMS) * (bar_h + gap) + 10
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
@@ -62,11 +62,11 @@ def weekly_amounts_chart(weekly: list[dict[str, Any]], currency: str) -> SafeStr
             continue
         exp = sums["exponent"]
         points.append((entry["week"],
-                       float(Decimal(sums["failed_minor"]).scaleb(-exp)),
-                       float(Decimal(sums["recovered_minor"]).scaleb(-exp))))
+                       float(Decimal(sums["failed_minor"]).scaleb(-exp)), sums["failed"],
+                       float(Decimal(sums["recovered_minor"]).scaleb(-exp)), sums["recovered"]))
     width, height, left, bottom, top = 640, 240, 70, 40, 30
     plot_w, plot_h = width - left - 16, height - top - bottom
-    peak = max([max(f, r) for _, f, r in points] or [0.0]) or 1.0
+    peak = max([max(p[1], p[3]) for p in points] or [0.0]) or 1.0
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" role="img" '
@@ -85,13 +85,15 @@ def weekly_amounts_chart(weekly: list[dict[str, Any]], currency: str) -> SafeStr
         parts.append(_text(left + 8, top + plot_h / 2, "no invoices yet", fill="#666"))
     slot = plot_w / max(1, len(points))
     col = max(2.0, min(18.0, slot * 0.35))
-    for i, (week, failed, recovered) in enumerate(points):
+    for i, (week, failed, failed_text, recovered, recovered_text) in enumerate(points):
         x = left + i * slot + slot / 2
-        for offset, value, colour in ((-col, failed, FAILED_COLOUR), (0.0, recovered, RECOVERED_COLOUR)):
+        bars = ((-col, failed, f"failed {failed_text}", FAILED_COLOUR),
+                (0.0, recovered, f"recovered {recovered_text}", RECOVERED_COLOUR))
+        for offset, value, label, colour in bars:
             h = plot_h * value / peak
             parts.append(f'<rect x="{x + offset:.1f}" y="{top + plot_h - h:.1f}" width="{col:.1f}" '
                          f'height="{h:.1f}" fill="{colour}"><title>{escape(week)}: '
-                         f'{value:,.2f}</title></rect>')
+                         f'{escape(label)} {escape(currency)}</title></rect>')
         if len(points) <= 12 or i % max(1, len(points) // 12) == 0:
             parts.append(_text(x, top + plot_h + 14, week[5:], anchor="middle", size=10))
     parts.append("</svg>")
