@@ -135,3 +135,13 @@ def test_injection_payload_never_reaches_the_response(tenant, api_client_for, ll
     text = response.content.decode()
     assert response.status_code in (200, 422)
     assert "evil.example" not in text and "ignore all previous" not in text.lower()
+
+
+@pytest.mark.django_db
+def test_only_json_bodies_are_accepted(tenant, api_client_for) -> None:  # type: ignore[no-untyped-def]
+    client = api_client_for(tenant)
+    response = client.post("/payment-failed", data="customer_id=x", content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 415
+    ok = client.post("/payment-failed", data=json.dumps(BODY), content_type="application/json; charset=utf-8",
+                     HTTP_ACCEPT="text/html")
+    assert ok.status_code == 200 and ok["Content-Type"] == "application/json"
