@@ -133,6 +133,7 @@ _INSTRUCTION = re.compile(
 )
 
 
+@lru_cache(maxsize=4096)  # the same tenant, plan and customer names recur on every request
 def safe_field(value: str | None) -> str | None:
     """A customer or event string fit to be shown to a customer, or None (use the fallback).
 

@@ -127,10 +127,8 @@ def assess_risk(state: RecoveryState) -> None:
 
 def diagnose_reason(state: RecoveryState) -> None:
     assert state.locale is not None
-    state.diagnosis = catalogue().render(
-        locale=state.locale.used, failure_code=state.failure_code, name=None, plan=None, business=None,
-        high_risk=state.churn_risk == "high",
-    ).diagnosis
+    state.diagnosis = catalogue().diagnosis(state.locale.used, state.failure_code,
+                                            high_risk=state.churn_risk == "high")
 
 
 def choose_strategy(state: RecoveryState) -> None:

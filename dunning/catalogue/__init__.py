@@ -189,10 +189,14 @@ class Catalogue:
         for placeholder, value in values.items():
             subject = subject.replace(placeholder, value)
             body = body.replace(placeholder, value)
-        diagnosis = self.text(used, f"diagnosis.{key}")
-        if high_risk:
-            diagnosis = f"{diagnosis} {self.text(used, 'urgency')}"
-        return Rendered(subject=subject, body=body, diagnosis=diagnosis, locale=used)
+        return Rendered(subject=subject, body=body, diagnosis=self.diagnosis(used, failure_code, high_risk=high_risk),
+                        locale=used)
+
+    def diagnosis(self, locale: str, failure_code: str, *, high_risk: bool = False) -> str:
+        """The diagnosis for a code, with the urgency line appended when churn risk is high."""
+        used = locale if locale in self._served else BASE_LOCALE
+        text = self.text(used, f"diagnosis.{self.copy_key(failure_code)}")
+        return f"{text} {self.text(used, 'urgency')}" if high_risk else text
 
 
 @lru_cache(maxsize=1)
