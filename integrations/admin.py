@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.template.response import TemplateResponse
@@ -58,7 +59,7 @@ class WebhookEventAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: igno
                 "admin/integrations/webhookevent/reprocess_confirmation.html",
                 {**self.admin_site.each_context(request), "title": "Reprocess webhook events?",
                  "queryset": queryset, "opts": self.model._meta,
-                 "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME},
+                 "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME},
             )
         actor = f"user:{request.user.pk}"
         queued = sum(webhook_event_reprocess(event=event, actor=actor) for event in queryset)

@@ -50,6 +50,7 @@ def invoice_payment_error(*, api_key: str, invoice_id: str, payment_intent_id: s
     older `invoice.payment_intent` id is used when the payload carried one.
     """
     client = _client(api_key)
+    intent: Any = None
     try:
         if payment_intent_id:
             intent = client.v1.payment_intents.retrieve(payment_intent_id)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from integrations.domain import (
     DomainEvent,
@@ -177,7 +177,7 @@ def _payment_failed(content: Mapping[str, Any]) -> DomainEvent:
     exhausted = invoice.get("dunning_status") == "exhausted"
     failure = PaymentFailed(
         external_invoice_id=str(invoice["id"]),
-        amount_minor=int(amount),  # "in cents": the currency's minor unit (major for JPY)
+        amount_minor=cast(int, amount),  # "in cents": the currency's minor unit (major for JPY)
         currency=currency,
         failure_code=failure_code_for(invoice=invoice, transaction=transaction),
         attempt=max(1, len(invoice.get("dunning_attempts") or []) or 1),
@@ -203,7 +203,7 @@ def _payment_succeeded(content: Mapping[str, Any]) -> DomainEvent:
         raise PayloadInvalid("amount_invalid")
     return PaymentSucceeded(
         external_invoice_id=str(invoice["id"]),
-        amount_paid_minor=int(amount),
+        amount_paid_minor=cast(int, amount),
         currency=_currency(invoice.get("currency_code") or transaction.get("currency_code")),
     )
 
@@ -224,7 +224,7 @@ def failure_code_for(*, invoice: Mapping[str, Any], transaction: Mapping[str, An
     """chargebee_webhooks.md proposal, first match wins (exhaustion is the event itself)."""
     detail = transaction.get("error_detail") or {}
     recommendation = detail.get("recommendation_code") or detail.get("processor_advice_code")
-    if recommendation in RECOMMENDATION_CODES:
+    if isinstance(recommendation, str) and recommendation in RECOMMENDATION_CODES:
         return RECOMMENDATION_CODES[recommendation]
     if transaction.get("payment_method") == "direct_debit" and not invoice.get("next_retry_at"):
         return "direct_debit_not_retried"

@@ -228,7 +228,7 @@ def failure_code_for(*, invoice: Mapping[str, Any], error: Mapping[str, Any] | N
     """
     error = error or {}
     advice = error.get("advice_code") or (error.get("outcome") or {}).get("advice_code")
-    if advice in ADVICE_OVERRIDES:
+    if isinstance(advice, str) and advice in ADVICE_OVERRIDES:
         return ADVICE_OVERRIDES[advice]
     next_attempt = invoice.get("next_payment_attempt")
     method = error.get("payment_method_type") or ""
