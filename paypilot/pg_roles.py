@@ -135,7 +135,15 @@ def app_role_apply(
     attributes = f"{'LOGIN' if login else 'NOLOGIN'} {_ROLE_ATTRIBUTES}"
     with transaction.atomic(using=using), connection.cursor() as cursor:
         if role_exists(role, using=using):
-            cursor.execute(f"ALTER ROLE {_q(role)} {attributes}")
+            # Only a superuser may even restate NOSUPERUSER/NOBYPASSRLS/NOREPLICATION, so they
+            # are sent only when the role has the flag (and then it takes a superuser to fix).
+            cursor.execute(
+                "SELECT rolsuper, rolbypassrls, rolreplication FROM pg_roles WHERE rolname = %s", [role]
+            )
+            flags = cursor.fetchone()
+            needed = [name for name, on in zip(("NOSUPERUSER", "NOBYPASSRLS", "NOREPLICATION"), flags) if on]
+            basic = f"{'LOGIN' if login else 'NOLOGIN'} NOCREATEDB NOCREATEROLE INHERIT"
+            cursor.execute(f"ALTER ROLE {_q(role)} {basic} {' '.join(needed)}")
         else:
             cursor.execute(f"CREATE ROLE {_q(role)} {attributes}")
         if password is not None:
