@@ -275,8 +275,16 @@ def approval_expire_stale(*, tenant_id: int | None = None, now: datetime | None 
 
 
 def send_enqueue(*, approval_id: int) -> None:
-    """Queue the send task. Called after the approval committed; the periodic tick
-    re-enqueues any approval left without a send attempt (a crash in between)."""
+    """Queue the send task for a committed approval.
+
+    With the ORM broker the queue row is written in the caller's transaction (a request on
+    PostgreSQL runs in one), so it becomes visible with the approval or not at all. With
+    Redis the task is pushed only on commit: a worker must never read the request as still
+    pending. The periodic tick re-enqueues any approval left without a send attempt."""
     from django_q.tasks import async_task
 
+    cluster = settings.Q_CLUSTER
+    if cluster.get("redis") and not cluster.get("sync"):
+        transaction.on_commit(lambda: async_task("approvals.tasks.send_approval", approval_id))
+        return
     async_task("approvals.tasks.send_approval", approval_id)

@@ -197,3 +197,15 @@ def test_edit_of_decided_request_is_refused(tenant, approver, make_approval):
     with pytest.raises(ApprovalError) as caught:
         approval_edit(approval=approval, user=approver, subject="S", body="Body text.")
     assert caught.value.code == "not_pending"
+
+
+def test_redis_broker_enqueues_only_on_commit(tenant, approver, make_approval, settings, monkeypatch,
+                                              django_capture_on_commit_callbacks):
+    queued: list[int] = []
+    monkeypatch.setattr("django_q.tasks.async_task", lambda func, approval_id: queued.append(approval_id))
+    settings.Q_CLUSTER = {**settings.Q_CLUSTER, "redis": "redis://127.0.0.1:6379/0", "sync": False}
+    approval = make_approval(tenant)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        approval_approve(approval=approval, user=approver)
+        assert queued == []  # nothing pushed while the transaction is open
+    assert len(callbacks) == 1 and queued == [approval.pk]
