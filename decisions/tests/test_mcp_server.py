@@ -97,3 +97,16 @@ def test_tools_run_with_sockets_disabled(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_unknown_rail_is_an_answer_not_a_crash() -> None:
     assert mcp_server.lookup_return_code("R01", rail="swift")["error"] == "unknown_rail"
+
+
+def test_stdout_carries_only_the_protocol() -> None:
+    import subprocess
+
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n"
+    done = subprocess.run(  # noqa: S603 - our own interpreter and manage.py
+        [sys.executable, str(MANAGE), "mcp_server"], input=request, capture_output=True, text=True,
+        timeout=60, cwd=str(MANAGE.parent),
+    )
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    # Whatever the server answers, every stdout line is a JSON-RPC message; logs go to stderr.
+    assert all(json.loads(line).get("jsonrpc") == "2.0" for line in lines)
