@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db import DatabaseError
 from django.http import HttpResponse
@@ -16,9 +16,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from decisions import rules, selectors, services, validation
+from decisions.models import DecisionRecord
 from decisions.validation import BodyRefused
 from paypilot.api import ApiError
-from paypilot.auth import Principal, authorize
+from paypilot.auth import Principal, authorize, tenant_object_or_404
 
 logger = logging.getLogger("paypilot.decisions")
 
@@ -72,6 +73,15 @@ def _refuse(principal: Principal, refused: BodyRefused) -> ApiError:
                     refusal_id=row.pk, **refused.extra())
 
 
+def _not_found(request: Request, principal: Principal, invoice_id: str) -> NoReturn:
+    """404 for an invoice this tenant never decided: the same answer when it is another
+    tenant's, but that attempt is audited (paypilot.auth.tenant_object_or_404)."""
+    if validation.INVOICE_ID_RE.fullmatch(invoice_id):
+        tenant_object_or_404(DecisionRecord.objects.all(), principal=principal, request=request,
+                             invoice_ref=invoice_id)
+    raise ApiError(404, "not_found", "not found")
+
+
 class DecideApi(APIView):
     parser_classes = [_RawBodyParser]
 
@@ -115,8 +125,7 @@ class DecisionListApi(APIView):
         if validation.INVOICE_ID_RE.fullmatch(invoice_id):
             records = selectors.decision_list(tenant=principal.tenant, invoice_ref=invoice_id)
         if not records:
-            # Same answer whether the invoice is unknown or another tenant's.
-            raise ApiError(404, "not_found", "not found")
+            _not_found(request, principal, invoice_id)
         slug = principal.tenant.slug
         return Response({
             "invoice_id": invoice_id,
@@ -135,7 +144,7 @@ class OutcomeReportApi(APIView):
         principal = authorize(request, permission="decisions.report_outcome")
         if not (validation.INVOICE_ID_RE.fullmatch(invoice_id)
                 and selectors.decision_exists(tenant=principal.tenant, invoice_ref=invoice_id)):
-            raise ApiError(404, "not_found", "not found")
+            _not_found(request, principal, invoice_id)
         try:
             outcome, report_key = validation.outcome_input(validation.parse_object(_read_body(request)))
         except BodyRefused as refused:

@@ -44,9 +44,17 @@ def test_none_is_404(tenant, api_client_for, invoice):  # type: ignore[no-untype
 
 
 def test_other_tenants_invoice_is_404_not_empty(tenant, other_tenant, api_client_for):  # type: ignore[no-untyped-def]
+    from paypilot.models import AuditEvent
+
     DecisionRecordFactory(tenant=other_tenant, invoice_ref="in_theirs")
-    response = api_client_for(tenant).get("/decisions/in_theirs")
-    assert response.status_code == 404 and response.json()["error"] == "not_found"
+    client = api_client_for(tenant)
+    missing = client.get("/decisions/in_nobody")
+    response = client.get("/decisions/in_theirs")
+    assert response.status_code == missing.status_code == 404
+    assert response.json() == missing.json()
+    # The cross-tenant attempt is audited; the plain miss is not.
+    rejected = AuditEvent.objects.filter(event="paypilot.auth.rejected", tenant=tenant)
+    assert [e.detail["reason"] for e in rejected] == ["cross_tenant"]
 
 
 def test_requires_a_token(db):  # type: ignore[no-untyped-def]
