@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, ParamSpec, TypeVar
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, models, transaction
 from django.http import HttpRequest, HttpResponse
@@ -228,7 +229,8 @@ def _tenant_from_admin_membership(request: HttpRequest, view_kwargs: dict[str, A
     if user is None or not user.is_authenticated or not user.is_staff:
         return None
     try:
-        accessor = type(user)._meta.get_field("admin_membership")
+        # request.user is a SimpleLazyObject: ask the user model, not type(user).
+        accessor = get_user_model()._meta.get_field("admin_membership")
     except FieldDoesNotExist:
         return None
     return tenant_for_row(accessor.related_model, user.pk, field=accessor.field.name)
