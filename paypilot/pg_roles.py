@@ -141,7 +141,8 @@ def app_role_apply(
                 "SELECT rolsuper, rolbypassrls, rolreplication FROM pg_roles WHERE rolname = %s", [role]
             )
             flags = cursor.fetchone()
-            needed = [name for name, on in zip(("NOSUPERUSER", "NOBYPASSRLS", "NOREPLICATION"), flags, strict=True) if on]
+            names = ("NOSUPERUSER", "NOBYPASSRLS", "NOREPLICATION")
+            needed = [name for name, on in zip(names, flags, strict=True) if on]
             basic = f"{'LOGIN' if login else 'NOLOGIN'} NOCREATEDB NOCREATEROLE INHERIT"
             cursor.execute(f"ALTER ROLE {_q(role)} {basic} {' '.join(needed)}")
         else:
