@@ -230,7 +230,7 @@ def _tenant_from_admin_membership(request: HttpRequest, view_kwargs: dict[str, A
         return None
     try:
         # request.user is a SimpleLazyObject: ask the user model, not type(user).
-        accessor = get_user_model()._meta.get_field("admin_membership")
+        accessor: Any = get_user_model()._meta.get_field("admin_membership")
     except FieldDoesNotExist:
         return None
     return tenant_for_row(accessor.related_model, user.pk, field=accessor.field.name)

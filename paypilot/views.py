@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from drf_spectacular.utils import extend_schema
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
