@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 
 from approvals.models import ApprovalRequest
 from approvals.services import approval_approve, approval_edit
+from dunning.models import IdempotencyRecord
 from integrations.models import WebhookEvent
 from integrations.services import webhook_event_process
 from ledger.models import Customer
@@ -71,4 +72,10 @@ def demo_subject(tenant: Tenant, person: Person, *, tag: str, capture_on_commit)
     with capture_on_commit(execute=True):
         approval_approve(approval=approval, user=admin, note=f"spoke to {person.name} today")
     approval.refresh_from_db()
+    # A replayable API answer (POST /payment-failed with an Idempotency-Key) naming them.
+    IdempotencyRecord.objects.create(
+        tenant=tenant, key=f"idem-{tag}", request_hash="0" * 64, status_code=200,
+        response={"customer": {"id": person.external_id, "name": person.name, "email": person.email},
+                  "draft": {"body": f"Hi {first_name}, {person.note}."}},
+    )
     return Demo(tenant=tenant, person=person, customer=customer, approval=approval, event=event)

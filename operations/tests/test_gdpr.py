@@ -73,7 +73,8 @@ def run(command: str, *args: str) -> str:
 
 def test_the_demo_subject_really_is_everywhere(demo):
     found = {table for table, _ in traces([demo.person.name])}
-    assert {"ledger_customer", "integrations_webhookevent", "approvals_approvalrequest", "dunning_draft"} <= found
+    assert {"ledger_customer", "integrations_webhookevent", "approvals_approvalrequest", "dunning_draft",
+            "dunning_idempotencyrecord", "approvals_draftedit"} <= found
     assert EmailSend.objects.filter(customer=demo.customer, status="sent").exists()
     assert DraftEdit.objects.filter(approval=demo.approval).exists()
 
