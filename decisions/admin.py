@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from decisions.models import DecisionOutcome, DecisionRecord, DecisionRefusal
+from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin
 
 
-class _ReadOnly(admin.ModelAdmin):
-    """The database refuses UPDATE and DELETE on these tables; the admin offers neither."""
+class _ReadOnly(TenantScopedReadOnlyAdmin):
+    """The database refuses UPDATE and DELETE on these tables; the admin offers neither, and a
+    tenant's staff see only their own tenant's rows."""
 
     list_select_related = ["tenant"]
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(DecisionRecord)

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
 from dunning.models import Draft, LlmUsage
+from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin
 
 
-class _ReadOnly(admin.ModelAdmin):
+class _ReadOnly(TenantScopedReadOnlyAdmin):
     """Drafts change only through approvals (which records each edit); spend rows never change."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Draft)

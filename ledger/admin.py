@@ -17,7 +17,7 @@ from ledger.money import format_minor
 from ledger.selectors import report_build
 from ledger.services import customer_update
 from ledger.views import report_context
-from paypilot.admin_tenancy import TenantScopedAdminMixin, admin_is_platform, admin_tenant_for
+from paypilot.admin_tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin, admin_is_platform, admin_tenant_for
 from paypilot.models import Tenant
 
 
@@ -30,18 +30,9 @@ def admin_tenants_for(user: Any) -> models.QuerySet[Tenant]:
     return Tenant.objects.filter(pk=tenant.pk) if tenant else Tenant.objects.none()
 
 
-class _ReadOnly:
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
-class InvoiceTransitionInline(_ReadOnly, admin.TabularInline):
+class InvoiceTransitionInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = InvoiceTransition
     fields = ("created_at", "from_state", "to_state", "cause", "event_ref")
     readonly_fields = fields
@@ -51,7 +42,7 @@ class InvoiceTransitionInline(_ReadOnly, admin.TabularInline):
 
 
 @admin.register(Invoice)
-class InvoiceAdmin(TenantScopedAdminMixin, _ReadOnly, admin.ModelAdmin):  # type: ignore[type-arg]
+class InvoiceAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     """Read-only: the ledger changes only through its services (webhooks, sends, clicks)."""
 
     list_display = ["external_invoice_id", "tenant", "provider", "state", "arm", "amount",
@@ -125,7 +116,7 @@ class CustomerAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[t
 
 
 @admin.register(PaidBeforeFailure)
-class PaidBeforeFailureAdmin(TenantScopedAdminMixin, _ReadOnly, admin.ModelAdmin):  # type: ignore[type-arg]
+class PaidBeforeFailureAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["external_invoice_id", "tenant", "provider", "amount_paid_minor", "currency",
                     "created_at"]
     list_filter = ["provider", "currency", "tenant"]

@@ -1,19 +1,32 @@
 """Admin for tenants, tokens (metadata only) and the read-only audit log."""
 
 from django.contrib import admin
+from django.http import HttpRequest
 
+from paypilot.admin_tenancy import TenantScopedAdminMixin, TenantScopedReadOnlyAdmin, admin_is_platform
 from paypilot.models import ApiToken, AuditEvent, Tenant
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    """A tenant's staff see their own tenant only; status changes go through `manage.py
+    tenants` so each one is audited."""
+
+    tenant_field = "pk"
+    readonly_fields = ["status", "created_at"]
     list_display = ["slug", "name", "status", "created_at"]
     list_filter = ["status"]
     search_fields = ["slug", "name"]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return admin_is_platform(request.user)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Tenant | None = None) -> bool:
+        return False  # tenants are deactivated, never deleted: their records must stay
+
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     """Tokens are issued with `manage.py tokens issue`; here they can only be inspected."""
 
     list_display = ["prefix", "tenant", "role", "label", "created_at", "last_used_at", "revoked_at"]
@@ -30,17 +43,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(TenantScopedReadOnlyAdmin):
+    """Tenant staff see their tenant's events; platform events (no tenant) only platform admins."""
+
     list_display = ["created_at", "event", "tenant", "actor"]
     list_filter = ["event", "tenant"]
     list_select_related = ["tenant"]
     search_fields = ["event", "actor"]
-
-    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
-        return False
-
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
-        return False
-
-    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
-        return False

@@ -50,7 +50,8 @@ def admin_scope_queryset(
     tenant = admin_tenant_for(user)
     if tenant is None:
         return queryset.none()
-    return queryset.filter(**{tenant_field: tenant})
+    # tenant_field "pk" scopes the Tenant table itself to the user's own row.
+    return queryset.filter(**{tenant_field: tenant.pk if tenant_field == "pk" else tenant})
 
 
 class TenantScopedAdminMixin:
@@ -121,3 +122,21 @@ class TenantScopedAdminMixin:
 
 class TenantScopedModelAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     """Convenience base: `class InvoiceAdmin(TenantScopedModelAdmin): ...`."""
+
+
+class ReadOnlyAdminMixin:
+    """Append-only or machine-written rows: the admin may look, never add, change or delete
+    (the database refuses the change anyway for append-only tables)."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class TenantScopedReadOnlyAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Read-only admin over one tenant's rows (all tenants for platform admins)."""

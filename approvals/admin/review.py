@@ -12,22 +12,13 @@ from django.urls import path
 
 from approvals.models import DraftEdit, EmailSend, SuppressedSend
 from approvals.refusals import refusal_list
-from paypilot.admin_tenancy import TenantScopedAdminMixin, admin_is_platform, admin_tenant_for
+from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin, admin_is_platform, admin_tenant_for
 
 
-class ReadOnlyScopedAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+class ReadOnlyScopedAdmin(TenantScopedReadOnlyAdmin):
     """Append-only or machine-written rows: look, never touch."""
 
     list_select_related = ["tenant"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(SuppressedSend)
