@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from importlib import import_module
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,21 @@ def append_only_flushable(transactional_db):  # type: ignore[no-untyped-def]
                 cursor.execute(sql)
 
 
+def _ensure_finance_group() -> None:
+    """An earlier transactional test's flush empties the rows the data migration wrote (the
+    "Finance approvers" group); put them back. (serialized_rollback would, but on PostgreSQL
+    it collides with the content types post_migrate re-creates after that flush.)"""
+    from django.contrib.auth.models import Group, Permission
+
+    migration = import_module("approvals.migrations.0003_finance_approvers_group")
+    group, _ = Group.objects.get_or_create(name=migration.GROUP)
+    for app_label, codename in migration.PERMISSIONS:
+        group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+
+
 @pytest.fixture
 def queue(append_only_flushable, settings):  # type: ignore[no-untyped-def]
+    _ensure_finance_group()
     settings.PAYPILOT_SEND_EMAIL = True
     settings.PAYPILOT_ALLOWED_RECIPIENTS = ["*"]
     settings.PAYPILOT_HIGH_VALUE_ANNUAL = 0
@@ -79,9 +93,7 @@ def queue(append_only_flushable, settings):  # type: ignore[no-untyped-def]
     return tenant, approvals
 
 
-# serialized_rollback: an earlier transactional test's flush may have emptied the rows the
-# migrations wrote (the "Finance approvers" group); they are restored before this test.
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
 def test_finance_user_approves_a_draft_in_chromium(live_server, queue, chromium_path, monkeypatch, request):
     from playwright.sync_api import sync_playwright
 
