@@ -22,7 +22,9 @@ from dunning.models import Draft
 from ledger.models import Invoice
 from ledger.money import to_minor
 from paypilot.admin_tenancy import admin_tenant_for
+from paypilot.models import Tenant
 from paypilot.services import audit_record, pii_hash
+from paypilot.tenancy import tenant_context
 
 logger = logging.getLogger("paypilot.approvals")
 
@@ -261,12 +263,18 @@ def approval_expire_stale(*, tenant_id: int | None = None, now: datetime | None 
     """Expire every pending request (of one tenant, or all) past its expiry; one audit event
     each. Returns how many."""
     now = now or timezone.now()
+    if tenant_id is None:
+        # Row-level security shows one tenant's requests at a time: go tenant by tenant.
+        return sum(
+            approval_expire_stale(tenant_id=pk, now=now)
+            for pk in Tenant.objects.order_by("pk").values_list("pk", flat=True)
+        )
     expired = 0
-    due = ApprovalRequest.objects.filter(status=Status.PENDING, expires_at__lte=now)
-    if tenant_id is not None:
-        due = due.filter(tenant_id=tenant_id)
-    for pk in due.values_list("pk", flat=True).iterator():
-        with transaction.atomic():
+    due = ApprovalRequest.objects.filter(tenant_id=tenant_id, status=Status.PENDING, expires_at__lte=now)
+    with tenant_context(tenant_id):
+        pks = list(due.values_list("pk", flat=True))
+    for pk in pks:
+        with tenant_context(tenant_id):
             locked = ApprovalRequest.objects.select_for_update().select_related("tenant").get(pk=pk)
             if locked.status == Status.PENDING and locked.expires_at <= now:
                 _expire_locked(locked, now=now)

@@ -227,18 +227,30 @@ def webhook_events_sweep(*, now: datetime | None = None) -> int:
     enqueue is older than PAYPILOT_SWEEP_AFTER_MINUTES. Returns how many were enqueued."""
     now = now or timezone.now()
     cutoff = now - timedelta(minutes=settings.PAYPILOT_SWEEP_AFTER_MINUTES)
-    due = WebhookEvent.objects.filter(enqueued_at__lt=cutoff).filter(
+    swept = 0
+    # Row-level security shows a tenant's events only with that tenant bound, so the sweep
+    # goes tenant by tenant (the tenant list itself is not tenant-scoped).
+    for tenant_id in Tenant.objects.order_by("pk").values_list("pk", flat=True):
+        if swept >= SWEEP_BATCH:
+            break
+        swept += _sweep_tenant(tenant_id, cutoff=cutoff, now=now, limit=SWEEP_BATCH - swept)
+    if swept:
+        logger.warning("webhook sweeper re-enqueued %d event(s)", swept)
+    return swept
+
+
+def _sweep_tenant(tenant_id: int, *, cutoff: datetime, now: datetime, limit: int) -> int:
+    due = WebhookEvent.objects.filter(tenant_id=tenant_id, enqueued_at__lt=cutoff).filter(
         Q(status=WebhookEvent.Status.RECEIVED)
         | Q(status=WebhookEvent.Status.FAILED, attempts__lt=max_attempts())
     )
-    ids = list(due.order_by("enqueued_at").values_list("pk", flat=True)[:SWEEP_BATCH])
+    with tenant_context(tenant_id):
+        ids = list(due.order_by("enqueued_at").values_list("pk", flat=True)[:limit])
     for event_id in ids:
-        with transaction.atomic():
+        with tenant_context(tenant_id):
             # Stamped first, so the next sweep leaves it alone while it waits in the queue.
             WebhookEvent.objects.filter(pk=event_id).update(enqueued_at=now)
             enqueue_processing(event_id)
-    if ids:
-        logger.warning("webhook sweeper re-enqueued %d event(s)", len(ids))
     return len(ids)
 
 

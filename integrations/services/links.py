@@ -73,8 +73,9 @@ def recovery_link_follow(*, token: str) -> LinkFollow:
             continue
         if link_allowed(url):
             return LinkFollow(url)
-        audit_record(event="integrations.link.refused", tenant=invoice.tenant,
-                     detail={"invoice_id": invoice.pk, "source": source, "reason": "host_not_allowlisted"})
+        with tenant_context(invoice.tenant_id):  # row-level security: the audit row is the tenant's
+            audit_record(event="integrations.link.refused", tenant=invoice.tenant,
+                         detail={"invoice_id": invoice.pk, "source": source, "reason": "host_not_allowlisted"})
     return LinkFollow("", REASON_NO_DESTINATION)
 
 

@@ -36,7 +36,7 @@ from ledger.services import (
     invoice_record_failure,
     invoice_record_payment,
 )
-from paypilot.tenancy import tenant_context
+from paypilot.tenancy import tenant_context, tenant_for_row
 
 logger = logging.getLogger("paypilot.integrations")
 
@@ -64,7 +64,9 @@ def webhook_event_process(*, event_id: int) -> str:
     transaction rolls back, then the event is marked `failed` with the error and one more
     attempt, and ProcessingFailed is raised (the sweeper retries up to the limit).
     """
-    tenant_id = WebhookEvent.objects.filter(pk=event_id).values_list("tenant_id", flat=True).first()
+    # Before any tenant is bound the event row is invisible under row-level security: its
+    # tenant comes from the SECURITY DEFINER lookup (a plain query on SQLite).
+    tenant_id = tenant_for_row(WebhookEvent, event_id)
     if tenant_id is None:
         return "missing"
     try:
