@@ -40,7 +40,9 @@ def _audit(state: RecoveryState, *, model: str, prompt_hash: str, verdict: str, 
 
 def llm_redraft(state: RecoveryState) -> None:
     client = llm.get_chat_client()
-    if client is None:
+    if client is None or state.tenant is None:
+        # Every call is metered in LlmUsage, a tenant table: under row-level security a row
+        # without a tenant cannot be written, so a tenant-less run keeps the template.
         return
     assert state.decision is not None and state.customer is not None and state.locale is not None
     decision = state.decision

@@ -135,7 +135,8 @@ def budget_allows(estimate: Decimal) -> bool:
     return spent_this_month() + estimate <= cap
 
 
-def usage_record(*, tenant: Tenant | None, model: str, reply: ChatReply) -> LlmUsage:
+def usage_record(*, tenant: Tenant, model: str, reply: ChatReply) -> LlmUsage:
+    """Meter one call against `tenant` (the one bound for row-level security)."""
     return LlmUsage.objects.create(
         tenant=tenant, model=model, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens,
         cost_usd=cost_usd(model, input_tokens=reply.input_tokens, output_tokens=reply.output_tokens),

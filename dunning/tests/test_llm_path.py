@@ -168,3 +168,11 @@ def test_no_client_without_the_switch(settings) -> None:  # type: ignore[no-unty
     settings.PAYPILOT_LLM_DRAFT = True
     settings.OPENAI_API_KEY = ""
     assert llm.get_chat_client() is None
+
+
+@pytest.mark.django_db
+def test_a_run_without_a_tenant_never_calls_the_model(llm_on) -> None:  # type: ignore[no-untyped-def]
+    # LlmUsage is a tenant table: under row-level security a tenant-less row cannot be written.
+    fake = llm_on(lambda s, u: GOOD)
+    assert run_recovery(tenant=None, event=_event()).payload["source"] == "template"
+    assert fake.calls == [] and not LlmUsage.objects.exists()
