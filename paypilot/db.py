@@ -45,7 +45,7 @@ def _statements(vendor: str, table: str) -> list[str]:
             BEGIN SELECT RAISE(ABORT, 'append-only table {table}: {op} refused'); END"""
             for op in ("UPDATE", "DELETE")
         ]
-    raise NotImplementedError(f"append-only triggers are not written for {vendor}")
+    raise RuntimeError(f"PayPilot runs on SQLite or PostgreSQL; no append-only triggers for {vendor}")
 
 
 def _drop_statements(vendor: str, table: str) -> list[str]:
