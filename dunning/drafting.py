@@ -64,7 +64,7 @@ def llm_redraft(state: RecoveryState) -> None:
     prompt = build_prompt(facts=facts, untrusted=untrusted, passages=state.passages)
     estimate = llm.estimate_cost(client.model, prompt_chars=len(prompt.system) + len(prompt.user))
     state.fallback_used = True  # until a draft is accepted
-    if not llm.budget_allows(estimate):
+    if not llm.budget_allows(tenant=state.tenant, estimate=estimate):
         _audit(state, model=client.model, prompt_hash=prompt.hash, verdict=VERDICT_BUDGET,
                reason="llm_budget_exhausted")
         return

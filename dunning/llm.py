@@ -120,19 +120,24 @@ def estimate_cost(model: str, *, prompt_chars: int, max_tokens: int = MAX_OUTPUT
     return cost_usd(model, input_tokens=prompt_chars // 4 + 1, output_tokens=max_tokens)
 
 
-def spent_this_month(now: datetime | None = None) -> Decimal:
+def spent_this_month(*, tenant: Tenant, now: datetime | None = None) -> Decimal:
+    """This tenant's model spend since the first of the month (UTC).
+
+    The cap is per tenant on purpose: one tenant's volume must not switch drafting off for
+    the others, and under row-level security a worker sees only the bound tenant's rows
+    anyway, so a global sum could not be read the same way on every backend."""
     now = now or datetime.now(UTC)
     start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    total = LlmUsage.objects.filter(created_at__gte=start).aggregate(total=Sum("cost_usd"))["total"]
+    total = LlmUsage.objects.filter(tenant=tenant, created_at__gte=start).aggregate(total=Sum("cost_usd"))["total"]
     return total or Decimal(0)
 
 
-def budget_allows(estimate: Decimal) -> bool:
-    """True when no cap is set, or the estimate fits under this month's remaining budget."""
+def budget_allows(*, tenant: Tenant, estimate: Decimal) -> bool:
+    """True when no cap is set, or the estimate fits under the tenant's remaining budget."""
     cap = Decimal(str(settings.PAYPILOT_LLM_BUDGET_USD or 0))
     if cap <= 0:
         return True
-    return spent_this_month() + estimate <= cap
+    return spent_this_month(tenant=tenant) + estimate <= cap
 
 
 def usage_record(*, tenant: Tenant, model: str, reply: ChatReply) -> LlmUsage:

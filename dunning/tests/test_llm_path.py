@@ -156,7 +156,17 @@ def test_the_spend_cap_refuses_calls_past_it(tenant, llm_on, settings) -> None: 
     events = _llm_events()
     assert [e.detail["verdict"] for e in events] == ["pass", "budget_refused"]
     assert events[1].detail["reason"] == "llm_budget_exhausted"
-    assert llm.spent_this_month() == LlmUsage.objects.get().cost_usd
+    assert llm.spent_this_month(tenant=tenant) == LlmUsage.objects.get().cost_usd
+
+
+def test_spend_cap_is_per_tenant(llm_on, tenant, other_tenant, settings) -> None:  # type: ignore[no-untyped-def]
+    fake = llm_on(lambda s, u: GOOD)
+    settings.PAYPILOT_LLM_BUDGET_USD = 0.0006
+    assert run_recovery(tenant=tenant, event=_event()).payload["source"] == "llm"
+    assert run_recovery(tenant=tenant, event=_event()).payload["source"] == "template"  # tenant's cap reached
+    assert run_recovery(tenant=other_tenant, event=_event()).payload["source"] == "llm"  # its own budget
+    assert len(fake.calls) == 2
+    assert llm.spent_this_month(tenant=other_tenant) == LlmUsage.objects.get(tenant=other_tenant).cost_usd
 
 
 def test_prices_unknown_models_like_the_dearest() -> None:
