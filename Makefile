@@ -30,7 +30,7 @@ run: demo
 	@echo "PayPilot on http://$(HOST):$(PORT)/ (admin at /admin/). Ctrl-C stops the server and the workers."
 	@trap 'kill 0' INT TERM EXIT; \
 	$(PY) manage.py qcluster & \
-	$(VENV)/bin/gunicorn paypilot.wsgi:application --bind $(HOST):$(PORT) --workers 2 --threads 4 --access-logfile - & \
+	$(VENV)/bin/granian --interface wsgi --host $(HOST) --port $(PORT) --workers 2 --blocking-threads 2 paypilot.wsgi:application & \
 	wait
 
 test: install

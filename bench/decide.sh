@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark POST /decide (decision + audit row written) on SQLite.
-# Server: gunicorn, one worker pinned to CPU 0; generator: ../shared/bench/httpbench.py on CPU 1.
+# Server: granian or gunicorn (BENCH_SERVER, see bench/_server.sh), one worker pinned to CPU 0; generator: ../shared/bench/httpbench.py on CPU 1.
 # Usage: bench/decide.sh [ladder] [requests-per-step]   (defaults: 1,4,16,64 and 2000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,10 +32,8 @@ t = tenant_create(slug="bench", name="Bench")
 print(token_issue(tenant=t, role="integrator").plaintext)
 ' | tail -n 1)"
 
-taskset -c 0 .venv/bin/gunicorn paypilot.wsgi:application \
-  --bind "127.0.0.1:$PORT" --workers 1 --worker-class gthread --threads "$THREADS" \
-  --log-level warning --access-logfile /dev/null >"$WORK/gunicorn.log" 2>&1 &
-SERVER_PID=$!
+. bench/_server.sh
+start_server "$PORT" "$THREADS" "$WORK/server.log"
 cleanup() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
@@ -44,8 +42,8 @@ for _ in $(seq 1 50); do
   sleep 0.2
 done
 
-kill -0 "$SERVER_PID" 2>/dev/null || { echo "gunicorn did not start:" >&2; cat "$WORK/gunicorn.log" >&2; exit 1; }
-echo "server: gunicorn gthread, 1 worker x $THREADS threads, taskset -c 0, SQLite (WAL), rate limits off, log level WARNING"
+kill -0 "$SERVER_PID" 2>/dev/null || { echo "server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+echo "server: $SERVER_DESC, taskset -c 0, SQLite (WAL), rate limits off, log level WARNING"
 "$PY" "$HTTPBENCH" --url "http://127.0.0.1:$PORT" --route /decide --method POST \
   --body '{"invoice_id":"in_{n}","failure_code":"insufficient_funds","attempt":2,"prior_failures":1}' \
   -H "Authorization: Bearer $TOKEN" --expect-status 200 \

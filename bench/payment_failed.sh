@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark POST /payment-failed (template path, nothing persisted) on SQLite.
-# Server: gunicorn, one gthread worker pinned to CPU 0; generator: ../shared/bench/httpbench.py
+# Server: granian or gunicorn (BENCH_SERVER, see bench/_server.sh), one worker pinned to CPU 0; generator: ../shared/bench/httpbench.py
 # on CPU 1. Six demo customers are on record; the bodies (bench/payment_failed_bodies.jsonl)
 # cycle through five of them and one customer not on record, across locales and codes.
 # Usage: bench/payment_failed.sh [ladder] [requests-per-step]   (defaults: 1,4,16,64 and 2000)
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 LADDER="${1:-1,4,16,64}"
 REQUESTS="${2:-2000}"
 PORT="${BENCH_PORT:-18451}"
-THREADS="${BENCH_THREADS:-4}"
+THREADS="${BENCH_THREADS:-1}"  # measured best on one core: the views are CPU-bound Python
 PY=.venv/bin/python
 HTTPBENCH="${HTTPBENCH:-../shared/bench/httpbench.py}"
 WORK="$(mktemp -d /tmp/pp-bench-payment-failed.XXXXXX)"
@@ -39,10 +39,8 @@ for cid, name, plan, locale, cur in rows:
 print(token_issue(tenant=t, role="integrator").plaintext)
 ' | tail -n 1)"
 
-taskset -c 0 .venv/bin/gunicorn paypilot.wsgi:application \
-  --bind "127.0.0.1:$PORT" --workers 1 --worker-class gthread --threads "$THREADS" \
-  --log-level warning --access-logfile /dev/null >"$WORK/gunicorn.log" 2>&1 &
-SERVER_PID=$!
+. bench/_server.sh
+start_server "$PORT" "$THREADS" "$WORK/server.log"
 cleanup() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
@@ -50,9 +48,9 @@ for _ in $(seq 1 50); do
   curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
   sleep 0.2
 done
-kill -0 "$SERVER_PID" 2>/dev/null || { echo "gunicorn did not start:" >&2; cat "$WORK/gunicorn.log" >&2; exit 1; }
+kill -0 "$SERVER_PID" 2>/dev/null || { echo "server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
 
-echo "server: gunicorn gthread, 1 worker x $THREADS threads, taskset -c 0, SQLite (WAL), rate limits off, log level WARNING"
+echo "server: $SERVER_DESC, taskset -c 0, SQLite (WAL), rate limits off, log level WARNING"
 "$PY" "$HTTPBENCH" --url "http://127.0.0.1:$PORT" --route /payment-failed --method POST \
   --body-file bench/payment_failed_bodies.jsonl \
   -H "Authorization: Bearer $TOKEN" --expect-status 200 --expect-body '"rules_version"' \

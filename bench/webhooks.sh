@@ -2,7 +2,7 @@
 # Benchmark signed Stripe webhook deliveries (unique event ids) into the inbox, then drain
 # the inbox with one django-q2 worker, on SQLite and on PostgreSQL.
 #
-# Ack phase: gunicorn (gthread, 1 worker) pinned to CPU 0; ../shared/bench/httpbench.py on
+# Ack phase: granian or gunicorn (BENCH_SERVER, bench/_server.sh), 1 worker pinned to CPU 0; ../shared/bench/httpbench.py on
 # CPU 1 signs each request like Stripe (--stripe-secret) and makes ids unique ({uuid}).
 # Drain phase: `manage.py qcluster` with one worker, the whole cluster pinned to CPU 0,
 # turns every stored delivery into ledger invoice + decision + draft + approval request.
@@ -22,6 +22,7 @@ PORT="${BENCH_PORT:-18766}"
 THREADS="${BENCH_THREADS:-8}"
 PG_URL="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/pp_integrations_bench}"
 PY=.venv/bin/python
+. bench/_server.sh
 HTTPBENCH="${HTTPBENCH:-../shared/bench/httpbench.py}"
 BODY=bench/webhook_stripe_body.json
 SECRET="whsec_bench_$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -87,18 +88,15 @@ PYEOF
   "$PY" manage.py shell -v0 -c 'from paypilot.services import tenant_create; tenant_create(slug="bench", name="Bench")'
   "$PY" manage.py webhook_credential --tenant bench --provider stripe --secret-env BENCH_STRIPE_SECRET >/dev/null
 
-  taskset -c 0 .venv/bin/gunicorn paypilot.wsgi:application \
-    --bind "127.0.0.1:$PORT" --workers 1 --worker-class gthread --threads "$THREADS" \
-    --log-level warning --access-logfile /dev/null >"$WORK/gunicorn-$db.log" 2>&1 &
-  SERVER_PID=$!
+  start_server "$PORT" "$THREADS" "$WORK/server-$db.log"
   for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break; sleep 0.2; done
   if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    echo "gunicorn did not start (port $PORT in use? set BENCH_PORT)"; cat "$WORK/gunicorn-$db.log"; exit 1
+    echo "server did not start (port $PORT in use? set BENCH_PORT)"; cat "$WORK/server-$db.log"; exit 1
   fi
 
   echo
   echo "=== $db: acknowledge signed Stripe deliveries ==="
-  echo "server: gunicorn gthread 1 worker x $THREADS threads, taskset -c 0; enqueue = ORM broker row in the same transaction"
+  echo "server: $SERVER_DESC, taskset -c 0; enqueue = ORM broker row in the same transaction"
   "$PY" "$HTTPBENCH" --url "http://127.0.0.1:$PORT" --route /t/bench/webhooks/stripe --method POST \
     --body-file "$BODY" --stripe-secret "$SECRET" --expect-status 200 --expect-body '"duplicate": false' \
     --ladder "$LADDER" -n "$REQUESTS" --repeat "$REPEAT" --cpu 1 --server-pid "$SERVER_PID" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every command of docs/deploy.md, in order, against the local PostgreSQL and Redis with
-# throwaway roles and databases: roles, migrate, pg_roles, RLS check, a gunicorn web process
+# throwaway roles and databases: roles, migrate, pg_roles, RLS check, a granian web process
 # and a qcluster worker connected as the application role, operations, dump and restore.
 # Exit 0 means every step worked. Needs PostgreSQL (superuser "postgres", trust or PGPASSWORD)
 # and Redis; PG_HOST/PG_PORT/REDIS_URL override the local defaults.
@@ -62,8 +62,8 @@ test -n "$token"
 
 step "web and workers, as the application role"
 export DATABASE_URL="$APP_URL"
-.venv/bin/gunicorn paypilot.wsgi:application --bind "127.0.0.1:$PORT" --worker-class gthread --workers 2 --threads 4 --timeout 30 \
-  >"$WORK/gunicorn.log" 2>&1 &
+.venv/bin/granian --interface wsgi --host 127.0.0.1 --port "$PORT" --workers 2 --blocking-threads 2 paypilot.wsgi:application \
+  >"$WORK/web.log" 2>&1 &
 pids+=($!)
 PAYPILOT_LOG_LEVEL=DEBUG $PY manage.py qcluster >"$WORK/qcluster.log" 2>&1 &
 pids+=($!)
@@ -71,7 +71,7 @@ for _ in $(seq 1 60); do
   curl -fsS -H "X-Forwarded-Proto: https" "http://127.0.0.1:$PORT/health" >"$WORK/health.json" 2>/dev/null && break
   sleep 0.5
 done
-grep -q '"database": *"ok"' "$WORK/health.json" || { cat "$WORK/gunicorn.log"; exit 1; }
+grep -q '"database": *"ok"' "$WORK/health.json" || { cat "$WORK/web.log"; exit 1; }
 # An authenticated call works under row-level security (token lookup, tenant binding).
 curl -fsS -H "X-Forwarded-Proto: https" -H "Authorization: Bearer $token" \
   "http://127.0.0.1:$PORT/tokens" | grep -q "${token:3:10}"

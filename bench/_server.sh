@@ -1,0 +1,19 @@
+# Sourced by the bench scripts: start the WSGI server under test, pinned to CPU 0.
+# BENCH_SERVER=granian (default; Rust HTTP layer, what docs/deploy.md recommends) or
+# gunicorn (gthread). One worker process; $2 threads run Django views.
+# Usage: start_server PORT THREADS LOGFILE   (sets SERVER_PID and SERVER_DESC)
+start_server() {
+  local port="$1" threads="$2" log="$3"
+  case "${BENCH_SERVER:-granian}" in
+    granian)
+      taskset -c 0 .venv/bin/granian --interface wsgi --host 127.0.0.1 --port "$port" --workers 1 \
+        --blocking-threads "$threads" --no-ws --log-level warning paypilot.wsgi:application >"$log" 2>&1 &
+      SERVER_DESC="granian (WSGI), 1 worker x $threads blocking threads" ;;
+    gunicorn)
+      taskset -c 0 .venv/bin/gunicorn paypilot.wsgi:application --bind "127.0.0.1:$port" --workers 1 \
+        --worker-class gthread --threads "$threads" --log-level warning --access-logfile /dev/null >"$log" 2>&1 &
+      SERVER_DESC="gunicorn gthread, 1 worker x $threads threads" ;;
+    *) echo "BENCH_SERVER must be granian or gunicorn" >&2; return 2 ;;
+  esac
+  SERVER_PID=$!
+}
