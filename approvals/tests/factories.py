@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from importlib import import_module
+
 import factory
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 
 from approvals.models import AdminMembership
 from decisions.tests.factories import DecisionRecordFactory
@@ -30,10 +32,20 @@ class UserFactory(factory.django.DjangoModelFactory):
             obj.save()
 
 
+def finance_group() -> Group:
+    """The "Finance approvers" group as its data migration makes it. A transactional test's
+    flush empties the rows migrations wrote, so tests that run after one put it back."""
+    migration = import_module("approvals.migrations.0003_finance_approvers_group")
+    group, _ = Group.objects.get_or_create(name=migration.GROUP)
+    for app_label, codename in migration.PERMISSIONS:
+        group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return group
+
+
 def finance_user(*, tenant, username: str | None = None) -> User:  # type: ignore[no-untyped-def]
     """A staff user in the "Finance approvers" group, member of `tenant`."""
     user = UserFactory(username=username) if username else UserFactory()
-    user.groups.add(Group.objects.get(name=FINANCE_GROUP))
+    user.groups.add(finance_group())
     AdminMembership.objects.create(user=user, tenant=tenant)
     return User.objects.get(pk=user.pk)  # fresh: no cached permissions
 

@@ -9,7 +9,7 @@ from django.core import mail
 from django.urls import reverse
 
 from approvals.models import AdminMembership, ApprovalRequest, DraftEdit
-from approvals.tests.factories import FINANCE_GROUP, UserFactory, finance_user
+from approvals.tests.factories import FINANCE_GROUP, UserFactory, finance_group, finance_user
 from ledger.models import Invoice
 from paypilot.models import AuditEvent
 
@@ -27,7 +27,7 @@ def logged_in(client, approver):  # type: ignore[no-untyped-def]
 
 
 def test_finance_group_holds_the_approve_permission(db):
-    group = Group.objects.get(name=FINANCE_GROUP)
+    group = Group.objects.get(name=FINANCE_GROUP)  # made by the data migration, not the test
     codenames = set(group.permissions.values_list("codename", flat=True))
     assert {"approve_approvalrequest", "view_approvalrequest", "view_suppressedsend"} <= codenames
 
@@ -203,7 +203,7 @@ def test_tenant_a_approver_cannot_see_or_approve_tenant_b(client, tenant, other_
 
 def test_staff_without_membership_sees_nothing(client, tenant, make_approval):
     user = UserFactory()
-    user.groups.add(Group.objects.get(name=FINANCE_GROUP))
+    user.groups.add(finance_group())
     client.force_login(user)
     approval = make_approval(tenant)
     assert approval.subject not in client.get(QUEUE, {"queue": "all"}).content.decode()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from importlib import import_module
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from django.db import connection
 
 from approvals.models import ApprovalRequest
 from approvals.services import approval_open
-from approvals.tests.factories import PASSWORD, DraftFactory, finance_user
+from approvals.tests.factories import PASSWORD, DraftFactory, finance_group, finance_user
 from ledger.models import Invoice
 from ledger.tests.factories import CustomerFactory, InvoiceFactory
 from paypilot.db import OVERRIDE_TABLE, append_only_override
@@ -59,21 +58,9 @@ def append_only_flushable(transactional_db):  # type: ignore[no-untyped-def]
                 cursor.execute(sql)
 
 
-def _ensure_finance_group() -> None:
-    """An earlier transactional test's flush empties the rows the data migration wrote (the
-    "Finance approvers" group); put them back. (serialized_rollback would, but on PostgreSQL
-    it collides with the content types post_migrate re-creates after that flush.)"""
-    from django.contrib.auth.models import Group, Permission
-
-    migration = import_module("approvals.migrations.0003_finance_approvers_group")
-    group, _ = Group.objects.get_or_create(name=migration.GROUP)
-    for app_label, codename in migration.PERMISSIONS:
-        group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
-
-
 @pytest.fixture
 def queue(append_only_flushable, settings):  # type: ignore[no-untyped-def]
-    _ensure_finance_group()
+    finance_group()  # an earlier transactional test's flush may have emptied it
     settings.PAYPILOT_SEND_EMAIL = True
     settings.PAYPILOT_ALLOWED_RECIPIENTS = ["*"]
     settings.PAYPILOT_HIGH_VALUE_ANNUAL = 0
