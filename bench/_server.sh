@@ -17,3 +17,17 @@ start_server() {
   esac
   SERVER_PID=$!
 }
+
+# Usage: wait_for_server PORT LOGFILE — wait until /health answers; exit 1 with the log if
+# the server died on the way (port taken, bad settings).
+wait_for_server() {
+  local port="$1" log="$2"
+  for _ in $(seq 1 100); do
+    curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0
+    kill -0 "$SERVER_PID" 2>/dev/null || break  # died: no point waiting
+    sleep 0.2
+  done
+  echo "server did not start (port $port in use? set BENCH_PORT):" >&2
+  cat "$log" >&2
+  exit 1
+}

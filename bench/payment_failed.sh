@@ -44,11 +44,7 @@ start_server "$PORT" "$THREADS" "$WORK/server.log"
 cleanup() { kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-for _ in $(seq 1 50); do
-  curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break
-  sleep 0.2
-done
-kill -0 "$SERVER_PID" 2>/dev/null || { echo "server did not start:" >&2; cat "$WORK/server.log" >&2; exit 1; }
+wait_for_server "$PORT" "$WORK/server.log"
 
 echo "server: $SERVER_DESC, taskset -c 0, SQLite (WAL), rate limits off, log level WARNING"
 "$PY" "$HTTPBENCH" --url "http://127.0.0.1:$PORT" --route /payment-failed --method POST \

@@ -89,10 +89,7 @@ PYEOF
   "$PY" manage.py webhook_credential --tenant bench --provider stripe --secret-env BENCH_STRIPE_SECRET >/dev/null
 
   start_server "$PORT" "$THREADS" "$WORK/server-$db.log"
-  for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && break; sleep 0.2; done
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    echo "server did not start (port $PORT in use? set BENCH_PORT)"; cat "$WORK/server-$db.log"; exit 1
-  fi
+  wait_for_server "$PORT" "$WORK/server-$db.log"
 
   echo
   echo "=== $db: acknowledge signed Stripe deliveries ==="
