@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -96,29 +96,52 @@ def approval_open(*, draft: Draft, now: datetime | None = None) -> ApprovalReque
     """The request for `draft`, opened if there is none yet. Idempotent: a second call (a
     redelivered webhook) returns the existing request whatever its status. Raises
     ApprovalError(draft_without_invoice) for a draft not tied to a ledger invoice."""
-    existing = ApprovalRequest.objects.filter(draft=draft).first()
-    if existing is not None:
-        return existing
-    if draft.invoice_id is None:
+    return approvals_open(drafts=[draft], now=now)[0]
+
+
+def approvals_open(*, drafts: list[Draft], now: datetime | None = None) -> list[ApprovalRequest]:
+    """`approval_open` for many drafts: the requests in the drafts' order, the missing ones
+    created in one INSERT. A draft whose invoice (and its customer) is already loaded is
+    not read again. Raises ApprovalError(draft_without_invoice) before storing anything."""
+    if any(draft.invoice_id is None for draft in drafts):
         raise ApprovalError(DRAFT_WITHOUT_INVOICE, "only drafts for ledger invoices can be approved")
-    invoice = Invoice.objects.select_related("customer").get(pk=draft.invoice_id)
+    existing = {row.draft_id: row for row in ApprovalRequest.objects.filter(draft__in=[d.pk for d in drafts])}
+    missing = [draft for draft in drafts if draft.pk not in existing]
+    if not missing:
+        return [existing[draft.pk] for draft in drafts]
+    invoices = _invoices_with_customers(missing)
     now = now or timezone.now()
-    annual = annual_value_minor(draft=draft, invoice=invoice)
+    expires_at = now + timedelta(hours=settings.PAYPILOT_APPROVAL_TTL_HOURS)
+    rows = []
+    for draft in missing:
+        invoice = invoices[draft.invoice_id]  # type: ignore[index]
+        annual = annual_value_minor(draft=draft, invoice=invoice)
+        rows.append(ApprovalRequest(
+            tenant_id=draft.tenant_id, draft=draft, invoice=invoice, subject=draft.subject, body=draft.body,
+            requested_at=now, expires_at=expires_at, high_value=_is_high_value(annual, invoice.currency),
+            annual_value_minor=annual,
+        ))
     try:
         with transaction.atomic():
-            return ApprovalRequest.objects.create(
-                tenant_id=draft.tenant_id,
-                draft=draft,
-                invoice=invoice,
-                subject=draft.subject,
-                body=draft.body,
-                requested_at=now,
-                expires_at=now + timedelta(hours=settings.PAYPILOT_APPROVAL_TTL_HOURS),
-                high_value=_is_high_value(annual, invoice.currency),
-                annual_value_minor=annual,
-            )
-    except IntegrityError:  # opened concurrently: the one that won is the answer
-        return ApprovalRequest.objects.get(draft=draft)
+            ApprovalRequest.objects.bulk_create(rows)
+    except IntegrityError:  # opened concurrently: the ones that won are the answer
+        rows = list(ApprovalRequest.objects.filter(draft__in=[d.pk for d in drafts]))
+    existing.update({row.draft_id: row for row in rows})
+    return [existing[draft.pk] for draft in drafts]
+
+
+def _invoices_with_customers(drafts: list[Draft]) -> dict[int, Invoice]:
+    """The drafts' invoices with their customers, read only where not already in memory."""
+    found: dict[int, Invoice] = {}
+    draft_invoice, invoice_customer = Draft._meta.get_field("invoice"), Invoice._meta.get_field("customer")
+    for draft in drafts:
+        cached = cast(Invoice | None, draft_invoice.get_cached_value(draft, None))  # type: ignore[union-attr]
+        if cached is not None and (cached.customer_id is None or invoice_customer.is_cached(cached)):  # type: ignore[union-attr]
+            found[cached.pk] = cached
+    unread = {draft.invoice_id for draft in drafts} - set(found)
+    if unread:
+        found.update(Invoice.objects.select_related("customer").in_bulk(unread))
+    return found
 
 
 def _detail(approval: ApprovalRequest, **extra: Any) -> dict[str, Any]:

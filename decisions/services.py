@@ -31,10 +31,45 @@ def decision_record(*, tenant: Tenant, invoice_ref: str, decision: Decision, sou
 
     Callers must not act on or return a decision this did not record.
     """
+    values = _record_values(tenant=tenant, invoice_ref=invoice_ref, decision=decision, source=source,
+                            decided_at=decided_at)
+    record = DecisionRecord(**values)
+    # One prepared INSERT ... RETURNING instead of Model.save(): this is the hot path of
+    # POST /decide, and the ORM's per-call query compilation costs more than the insert.
+    conn = connections[DEFAULT_DB_ALIAS]
+    params = [adapt(values[attname]) for attname, adapt in _insert_adapters(conn.vendor)]
+    # Inside a caller's transaction a savepoint keeps a failed insert from poisoning it.
+    with transaction.atomic() if conn.in_atomic_block else nullcontext(), conn.cursor() as cursor:
+        cursor.execute(_insert_sql(conn.vendor), params)
+        record.pk = cursor.fetchone()[0]
+    record._state.adding = False
+    return record
+
+
+def decision_record_many(*, tenant: Tenant, decisions: list[tuple[str, Decision]], source: str,
+                         decided_at: datetime | None = None) -> list[DecisionRecord]:
+    """Append the audit rows for many (invoice_ref, decision) pairs in one INSERT, inside the
+    caller's transaction; the records come back in order, with their ids. Raises like
+    `decision_record`, and then none of them is stored."""
+    if len(decisions) == 1:
+        invoice_ref, decision = decisions[0]
+        return [decision_record(tenant=tenant, invoice_ref=invoice_ref, decision=decision, source=source,
+                                decided_at=decided_at)]
+    decided_at = decided_at or now_ms()
+    records = [
+        DecisionRecord(**_record_values(tenant=tenant, invoice_ref=ref, decision=decision, source=source,
+                                        decided_at=decided_at))
+        for ref, decision in decisions
+    ]
+    return DecisionRecord.objects.bulk_create(records)
+
+
+def _record_values(*, tenant: Tenant, invoice_ref: str, decision: Decision, source: str,
+                   decided_at: datetime | None) -> dict[str, Any]:
     if source not in _SOURCES:
         raise ValueError(f"unknown decision source: {source}")
     impact = decision.impact
-    values = {
+    return {
         "tenant_id": tenant.pk,
         "invoice_ref": invoice_ref,
         "source": source,
@@ -56,17 +91,6 @@ def decision_record(*, tenant: Tenant, invoice_ref: str, decision: Decision, sou
         "rules_version": decision.rules_version,
         "decided_at": decided_at or now_ms(),
     }
-    record = DecisionRecord(**values)
-    # One prepared INSERT ... RETURNING instead of Model.save(): this is the hot path of
-    # POST /decide, and the ORM's per-call query compilation costs more than the insert.
-    conn = connections[DEFAULT_DB_ALIAS]
-    params = [adapt(values[attname]) for attname, adapt in _insert_adapters(conn.vendor)]
-    # Inside a caller's transaction a savepoint keeps a failed insert from poisoning it.
-    with transaction.atomic() if conn.in_atomic_block else nullcontext(), conn.cursor() as cursor:
-        cursor.execute(_insert_sql(conn.vendor), params)
-        record.pk = cursor.fetchone()[0]
-    record._state.adding = False
-    return record
 
 
 @cache

@@ -8,15 +8,17 @@ from typing import Any
 
 from django.db import transaction
 
-from decisions.services import decision_record
+from decisions.services import decision_record_many
 from dunning.models import Draft
 from dunning.pipeline import RecoveryInput, RecoveryState, run_pipeline
 from dunning.selectors import CustomerRow
 from ledger.models import Customer, Invoice
 from paypilot.models import Tenant
-from paypilot.services import audit_record
+from paypilot.services import audit_entry, audit_record_many
 
-__all__ = ["RecoveryInput", "RecoveryResult", "draft_for_invoice", "run_recovery"]
+__all__ = [
+    "DraftRequest", "RecoveryInput", "RecoveryResult", "draft_for_invoice", "drafts_for_invoices", "run_recovery",
+]
 
 
 @dataclass(frozen=True)
@@ -37,22 +39,41 @@ def _invoice_ref(event: RecoveryInput, invoice: Invoice | None) -> str:
 
 
 def _store(state: RecoveryState, *, tenant: Tenant, invoice: Invoice | None) -> Draft:
-    assert state.decision is not None and state.locale is not None
+    return _store_many([(state, invoice)], tenant=tenant)[0]
+
+
+def _store_many(items: list[tuple[RecoveryState, Invoice | None]], *, tenant: Tenant) -> list[Draft]:
+    """Record each state's decision and store its Draft, with one audit event per draft,
+    in one transaction and one INSERT per table."""
+    for state, _invoice in items:
+        assert state.decision is not None and state.locale is not None
     with transaction.atomic():
-        record = decision_record(tenant=tenant, invoice_ref=_invoice_ref(state.event, invoice),
-                                 decision=state.decision, source="pipeline")
-        verdict = state.guard_verdict.as_dict() if state.guard_verdict else {"ok": True, "reasons": []}
-        draft = Draft.objects.create(
-            tenant=tenant, invoice=invoice, decision=record, subject=state.subject[:300], body=state.body,
-            diagnosis=state.diagnosis, locale=state.locale.used, source=state.source,
-            fallback_used=state.fallback_used, guard_verdict=verdict,
+        records = decision_record_many(
+            tenant=tenant, source="pipeline",
+            decisions=[(_invoice_ref(state.event, invoice), state.decision)  # type: ignore[misc]
+                       for state, invoice in items],
         )
-        audit_record(event="dunning.draft.created", tenant=tenant, detail={
-            "draft": draft.pk, "decision": record.pk, "invoice": invoice.pk if invoice else None,
-            "rule_fired": record.rule_fired, "source": draft.source, "fallback_used": draft.fallback_used,
-            "locale": draft.locale,
-        })
-    return draft
+        drafts = []
+        for (state, invoice), record in zip(items, records, strict=True):
+            verdict = state.guard_verdict.as_dict() if state.guard_verdict else {"ok": True, "reasons": []}
+            drafts.append(Draft(
+                tenant=tenant, invoice=invoice, decision=record, subject=state.subject[:300], body=state.body,
+                diagnosis=state.diagnosis, locale=state.locale.used,  # type: ignore[union-attr]
+                source=state.source, fallback_used=state.fallback_used, guard_verdict=verdict,
+            ))
+        if len(drafts) == 1:  # the single path keeps one plain INSERT
+            drafts[0].save(force_insert=True)
+        else:
+            Draft.objects.bulk_create(drafts)
+        audit_record_many([
+            audit_entry(event="dunning.draft.created", tenant=tenant, detail={
+                "draft": draft.pk, "decision": record.pk, "invoice": draft.invoice_id,
+                "rule_fired": record.rule_fired, "source": draft.source,
+                "fallback_used": draft.fallback_used, "locale": draft.locale,
+            })
+            for draft, record in zip(drafts, records, strict=True)
+        ])
+    return drafts
 
 
 def run_recovery(
@@ -92,22 +113,47 @@ def draft_for_invoice(
 
     Raises ValueError for a holdout invoice (never drafted) or one that is no longer open.
     """
-    if invoice.arm == Invoice.Arm.HOLDOUT:
-        raise ValueError("holdout invoices are never drafted")
-    if not invoice.is_open:
-        raise ValueError("the invoice is closed")
-    customer = invoice.customer
-    event = RecoveryInput(
-        customer_id=customer.external_id if customer else invoice.provider_customer_id,
-        amount_minor=invoice.amount_minor,
-        currency=invoice.currency,
-        failure_code=invoice.failure_code,
-        attempt=max(1, invoice.attempt_count),
-        provider_retry_at=provider_retry_at,
-        provider_retry_source=provider_retry_source,
-        invoice_ref=invoice.external_invoice_id,
-    )
-    result = run_recovery(tenant=invoice.tenant, event=event, invoice=invoice, customer=customer,
-                          customer_preloaded=True)
-    assert result.draft is not None
-    return result.draft
+    request = DraftRequest(invoice=invoice, provider_retry_at=provider_retry_at,
+                           provider_retry_source=provider_retry_source)
+    return drafts_for_invoices(tenant=invoice.tenant, requests=[request])[0]
+
+
+@dataclass(frozen=True)
+class DraftRequest:
+    """One invoice to draft for, with the provider's own retry date when it has one."""
+
+    invoice: Invoice
+    provider_retry_at: datetime | None = None
+    provider_retry_source: str = "provider"
+
+
+def drafts_for_invoices(*, tenant: Tenant, requests: list[DraftRequest]) -> list[Draft]:
+    """`draft_for_invoice` for many invoices of one tenant: the pipeline runs per invoice,
+    then the decisions, drafts and audit events are stored one INSERT per table, in one
+    transaction. Returns the drafts in order; raises ValueError (nothing stored) when any
+    invoice is holdout, closed or another tenant's."""
+    states: list[tuple[RecoveryState, Invoice | None]] = []
+    now = datetime.now(UTC)
+    for request in requests:
+        invoice = request.invoice
+        if invoice.tenant_id != tenant.pk:
+            raise ValueError("the invoice belongs to another tenant")
+        if invoice.arm == Invoice.Arm.HOLDOUT:
+            raise ValueError("holdout invoices are never drafted")
+        if not invoice.is_open:
+            raise ValueError("the invoice is closed")
+        customer = invoice.customer
+        event = RecoveryInput(
+            customer_id=customer.external_id if customer else invoice.provider_customer_id,
+            amount_minor=invoice.amount_minor,
+            currency=invoice.currency,
+            failure_code=invoice.failure_code,
+            attempt=max(1, invoice.attempt_count),
+            provider_retry_at=request.provider_retry_at,
+            provider_retry_source=request.provider_retry_source,
+            invoice_ref=invoice.external_invoice_id,
+        )
+        state = RecoveryState(event=event, tenant=tenant, now=now, customer_record=customer, preloaded=True)
+        run_pipeline(state)
+        states.append((state, invoice))
+    return _store_many(states, tenant=tenant)

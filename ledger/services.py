@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -21,8 +21,8 @@ from django.utils import timezone
 from ledger.holdout import holdout_arm_for
 from ledger.models import Customer, Invoice, InvoiceTransition, PaidBeforeFailure
 from ledger.money import currency_normalise
-from paypilot.models import Tenant
-from paypilot.services import audit_record
+from paypilot.models import AuditEvent, Tenant
+from paypilot.services import audit_entry, audit_record, audit_record_many
 
 State = Invoice.State
 T = TypeVar("T")
@@ -79,6 +79,11 @@ class PaymentResult:
 
 # --- locking ------------------------------------------------------------------------------
 
+def _invoice_lock_id(tenant_id: int, provider: str, external_invoice_id: str) -> int:
+    key = f"ledger:{tenant_id}:{provider}:{external_invoice_id}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big", signed=True)
+
+
 @contextmanager
 def _invoice_key_lock(*, tenant_id: int, provider: str, external_invoice_id: str) -> Iterator[None]:
     """Serialise writers on one invoice key even before its row exists.
@@ -88,11 +93,21 @@ def _invoice_key_lock(*, tenant_id: int, provider: str, external_invoice_id: str
     gets a transaction-scoped advisory lock; SQLite runs with IMMEDIATE transactions, which
     already serialise writers.
     """
-    if connection.vendor == "postgresql":
-        key = f"ledger:{tenant_id}:{provider}:{external_invoice_id}".encode()
-        lock_id = int.from_bytes(hashlib.sha256(key).digest()[:8], "big", signed=True)
+    with _invoice_keys_lock(tenant_id=tenant_id, keys=[(provider, external_invoice_id)]):
+        yield
+
+
+@contextmanager
+def _invoice_keys_lock(*, tenant_id: int, keys: list[tuple[str, str]]) -> Iterator[None]:
+    """`_invoice_key_lock` for many (provider, external id) keys in one round trip, taken in
+    ascending lock-id order so two batches wait for each other instead of deadlocking."""
+    if connection.vendor == "postgresql" and keys:
+        lock_ids = sorted({_invoice_lock_id(tenant_id, provider, ext) for provider, ext in keys})
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [lock_id])
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(k) FROM (SELECT unnest(%s::bigint[]) AS k ORDER BY 1) AS ordered",
+                [lock_ids],
+            )
     yield
 
 
@@ -181,6 +196,20 @@ def invoice_transition(*, invoice: Invoice, to: str, cause: str, event_ref: str 
 
 # --- customers ---------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class CustomerInput:
+    """One customer for `customer_upsert_many`; empty values leave stored ones alone."""
+
+    external_id: str
+    name: str = ""
+    email: str = ""
+    plan: str = ""
+    mrr_minor: int | None = None
+    currency: str = ""
+    locale: str = ""
+    payment_history: list[dict[str, Any]] | None = None
+
+
 def customer_upsert(
     *,
     tenant: Tenant,
@@ -195,35 +224,76 @@ def customer_upsert(
 ) -> Customer:
     """Create or update a customer by (tenant, external id). Empty arguments leave the stored
     value alone, so a partial webhook never blanks a name. Audited with the id only."""
-    if not external_id:
+    item = CustomerInput(external_id=external_id, name=name, email=email, plan=plan, mrr_minor=mrr_minor,
+                         currency=currency, locale=locale, payment_history=payment_history)
+    return customer_upsert_many(tenant=tenant, customers=[item])[0]
+
+
+def _customer_values(item: CustomerInput) -> dict[str, Any]:
+    if not item.external_id:
         raise ValueError("external_id is required")
-    if mrr_minor is not None and (isinstance(mrr_minor, bool) or mrr_minor < 0):
+    if item.mrr_minor is not None and (isinstance(item.mrr_minor, bool) or item.mrr_minor < 0):
         raise ValueError("mrr_minor must be a non-negative integer")
     values: dict[str, Any] = {
-        "name": name, "email": email, "plan": plan, "locale": locale,
-        "currency": currency_normalise(currency) if currency else "",
+        "name": item.name, "email": item.email, "plan": item.plan, "locale": item.locale,
+        "currency": currency_normalise(item.currency) if item.currency else "",
     }
     values = {k: v for k, v in values.items() if v}
-    if mrr_minor is not None:
-        values["mrr_minor"] = int(mrr_minor)
-    if payment_history is not None:
-        values["payment_history"] = list(payment_history)
+    if item.mrr_minor is not None:
+        values["mrr_minor"] = int(item.mrr_minor)
+    if item.payment_history is not None:
+        values["payment_history"] = list(item.payment_history)
+    return values
+
+
+def customer_upsert_many(
+    *, tenant: Tenant, customers: list[CustomerInput], _retry: bool = True
+) -> list[Customer]:
+    """`customer_upsert` for many distinct external ids in one transaction: one read for
+    all, one INSERT for the new ones, a save per changed one, one audit event each.
+    Returns the customers in order. Raises ValueError on bad input or a repeated id."""
+    wanted = [(item.external_id, _customer_values(item)) for item in customers]
+    ids = [external_id for external_id, _ in wanted]
+    if len(set(ids)) != len(ids):
+        raise ValueError("external ids must be distinct within one call")
     with transaction.atomic():
-        customer, created = Customer.objects.select_for_update().get_or_create(
-            tenant=tenant, external_id=external_id, defaults=values
-        )
-        changed = [k for k, v in values.items() if getattr(customer, k) != v]
-        if not created and changed:
-            for key in changed:
-                setattr(customer, key, values[key])
-            customer.save(update_fields=[*changed, "updated_at"])
-        if created or changed:
-            audit_record(
-                event="ledger.customer.created" if created else "ledger.customer.updated",
-                tenant=tenant,
-                detail={"customer": customer.pk},
-            )
-    return customer
+        stored = {
+            row.external_id: row
+            for row in Customer.objects.select_for_update().filter(tenant=tenant, external_id__in=ids)
+        }
+        created = [Customer(tenant=tenant, external_id=eid, **values) for eid, values in wanted if eid not in stored]
+        if created:
+            try:
+                with transaction.atomic():
+                    _insert(Customer, created)
+            except IntegrityError:
+                if not _retry:
+                    raise
+                # A concurrent writer stored some of them first: read again, update those.
+                return customer_upsert_many(tenant=tenant, customers=customers, _retry=False)
+        audits = [audit_entry(event="ledger.customer.created", tenant=tenant, detail={"customer": row.pk})
+                  for row in created]
+        for external_id, values in wanted:
+            customer = stored.get(external_id)
+            changed = [k for k, v in values.items() if getattr(customer, k) != v] if customer else []
+            if customer is not None and changed:
+                for key in changed:
+                    setattr(customer, key, values[key])
+                customer.save(update_fields=[*changed, "updated_at"])
+                audits.append(audit_entry(event="ledger.customer.updated", tenant=tenant,
+                                          detail={"customer": customer.pk}))
+        audit_record_many(audits)
+    by_id = {**stored, **{row.external_id: row for row in created}}
+    return [by_id[external_id] for external_id in ids]
+
+
+def _insert(model: type[T], rows: list[T]) -> None:
+    """Insert new rows, ids set on them: one plain INSERT for one row, one multi-row INSERT
+    for several (both backends return the ids)."""
+    if len(rows) == 1:
+        rows[0].save(force_insert=True)  # type: ignore[attr-defined]
+    else:
+        model._default_manager.bulk_create(rows)  # type: ignore[attr-defined]
 
 
 def customer_update(*, customer: Customer, actor: str, fields: dict[str, Any]) -> Customer:
@@ -251,6 +321,23 @@ def _check_amount(value: int, field: str) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class FailureInput:
+    """One failed payment for `invoice_record_failures` (see `invoice_record_failure`)."""
+
+    provider: str
+    external_invoice_id: str
+    amount_minor: int
+    currency: str
+    failure_code: str
+    attempt: int = 1
+    customer: Customer | None = None
+    subscription_id: str = ""
+    provider_customer_id: str = ""
+    hosted_invoice_url: str = ""
+    event_ref: str = ""
+
+
 def invoice_record_failure(
     *,
     tenant: Tenant,
@@ -274,71 +361,119 @@ def invoice_record_failure(
     Closed invoice: untouched, never reopened ("closed_noop"). An invoice already stored as
     paid-before-failure is not created at all ("already_paid"). Raises ValueError on bad input.
     """
-    if not provider or not external_invoice_id:
+    failure = FailureInput(
+        provider=provider, external_invoice_id=external_invoice_id, amount_minor=amount_minor,
+        currency=currency, failure_code=failure_code, attempt=attempt, customer=customer,
+        subscription_id=subscription_id, provider_customer_id=provider_customer_id,
+        hosted_invoice_url=hosted_invoice_url, event_ref=event_ref,
+    )
+    return invoice_record_failures(tenant=tenant, failures=[failure], now=now)[0]
+
+
+def _failure_checked(tenant: Tenant, failure: FailureInput) -> FailureInput:
+    if not failure.provider or not failure.external_invoice_id:
         raise ValueError("provider and external_invoice_id are required")
-    _check_amount(amount_minor, "amount_minor")
-    currency = currency_normalise(currency)
+    _check_amount(failure.amount_minor, "amount_minor")
+    attempt = failure.attempt
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise ValueError("attempt must be a positive integer")
-    if customer is not None and customer.tenant_id != tenant.pk:
+    if failure.customer is not None and failure.customer.tenant_id != tenant.pk:
         raise ValueError("customer belongs to another tenant")
+    return replace(failure, currency=currency_normalise(failure.currency))
+
+
+def invoice_record_failures(
+    *, tenant: Tenant, failures: list[FailureInput], now: datetime | None = None
+) -> list[FailureResult]:
+    """`invoice_record_failure` for many distinct invoices of one tenant, in one transaction
+    with every invoice key locked: one read per table for all of them, one INSERT per table
+    for the new invoices, their transitions and audit events. Results come back in order.
+    Raises ValueError (nothing stored) on bad input or a repeated invoice key."""
+    checked = [_failure_checked(tenant, failure) for failure in failures]
+    keys = [(f.provider, f.external_invoice_id) for f in checked]
+    if len(set(keys)) != len(keys):
+        raise ValueError("invoice keys must be distinct within one call")
     now = now or timezone.now()
-    key = {"tenant": tenant, "provider": provider, "external_invoice_id": external_invoice_id}
-    with transaction.atomic(), _invoice_key_lock(
-        tenant_id=tenant.pk, provider=provider, external_invoice_id=external_invoice_id
-    ):
-        if PaidBeforeFailure.objects.filter(**key).exists():
-            audit_record(event="ledger.invoice.failure_after_payment", tenant=tenant,
-                         detail={"provider": provider, "attempt": attempt})
-            return FailureResult(invoice=None, created=False, outcome="already_paid")
-        invoice = Invoice.objects.select_for_update().filter(**key).first()
-        if invoice is None:
-            invoice = _invoice_create(
-                key=key, amount_minor=amount_minor, currency=currency, failure_code=failure_code,
-                attempt=attempt, customer=customer, subscription_id=subscription_id,
-                provider_customer_id=provider_customer_id, hosted_invoice_url=hosted_invoice_url,
-                event_ref=event_ref, now=now,
+    external_ids = {ext for _, ext in keys}
+    results: list[FailureResult] = []
+    created: list[Invoice] = []
+    audits: list[AuditEvent] = []
+    with transaction.atomic(), _invoice_keys_lock(tenant_id=tenant.pk, keys=keys):
+        paid = set(
+            PaidBeforeFailure.objects.filter(tenant=tenant, external_invoice_id__in=external_ids)
+            .values_list("provider", "external_invoice_id")
+        )
+        stored = {
+            (row.provider, row.external_invoice_id): row
+            for row in Invoice.objects.select_for_update().filter(tenant=tenant, external_invoice_id__in=external_ids)
+        }
+        for key, failure in zip(keys, checked, strict=True):
+            invoice = stored.get(key)
+            if key in paid:
+                audits.append(audit_entry(event="ledger.invoice.failure_after_payment", tenant=tenant,
+                                          detail={"provider": failure.provider, "attempt": failure.attempt}))
+                results.append(FailureResult(invoice=None, created=False, outcome="already_paid"))
+            elif invoice is None:
+                invoice = _invoice_new(tenant, failure, now=now)
+                created.append(invoice)
+                results.append(FailureResult(invoice=invoice, created=True, outcome="recorded"))
+            elif not invoice.is_open:
+                results.append(FailureResult(invoice=invoice, created=False, outcome="closed_noop"))
+            else:
+                _invoice_repeat(invoice, failure)
+                results.append(FailureResult(invoice=invoice, created=False, outcome="repeat"))
+        if created:
+            _insert(Invoice, created)
+            event_refs = {(f.provider, f.external_invoice_id): f.event_ref for f in checked}
+            _insert(InvoiceTransition, [
+                InvoiceTransition(tenant_id=tenant.pk, invoice=invoice, from_state="", to_state=State.FAILED,
+                                  cause=CAUSE_PAYMENT_FAILED,
+                                  event_ref=event_refs[(invoice.provider, invoice.external_invoice_id)][:200])
+                for invoice in created
+            ])
+            audits.extend(
+                audit_entry(event="ledger.invoice.failed", tenant=tenant, detail={
+                    "invoice_id": invoice.pk, "provider": invoice.provider, "arm": invoice.arm,
+                    "amount_minor": invoice.amount_minor, "currency": invoice.currency,
+                    "attempt": invoice.attempt_count,
+                })
+                for invoice in created
             )
-            return FailureResult(invoice=invoice, created=True, outcome="recorded")
-        if not invoice.is_open:
-            return FailureResult(invoice=invoice, created=False, outcome="closed_noop")
-        invoice.attempt_count = max(invoice.attempt_count, attempt)
-        invoice.failure_code = failure_code or invoice.failure_code
-        update = ["attempt_count", "failure_code", "updated_at"]
-        if currency == invoice.currency:  # an amount in another currency is not comparable
-            invoice.amount_minor = amount_minor
-            update.append("amount_minor")
-        for name, value in (("subscription_id", subscription_id),
-                            ("provider_customer_id", provider_customer_id),
-                            ("hosted_invoice_url", hosted_invoice_url)):
-            if value and getattr(invoice, name) != value:
-                setattr(invoice, name, value)
-                update.append(name)
-        if customer is not None and invoice.customer_id is None:
-            invoice.customer = customer
-            update.append("customer")
-        invoice.save(update_fields=update)
-        return FailureResult(invoice=invoice, created=False, outcome="repeat")
+        audit_record_many(audits)
+    return results
 
 
-def _invoice_create(*, key: dict[str, Any], event_ref: str, now: datetime, **fields: Any) -> Invoice:
-    arm = holdout_arm_for(invoice_id=key["external_invoice_id"])
-    attempt = fields.pop("attempt")
-    invoice = Invoice.objects.create(
-        **key, **fields, attempt_count=attempt, arm=arm, state=State.FAILED, failed_at=now
+def _invoice_new(tenant: Tenant, failure: FailureInput, *, now: datetime) -> Invoice:
+    """A new `failed` invoice (unsaved) with its holdout arm fixed now, at first sight."""
+    return Invoice(
+        tenant=tenant, provider=failure.provider, external_invoice_id=failure.external_invoice_id,
+        customer=failure.customer, amount_minor=failure.amount_minor, currency=failure.currency,
+        failure_code=failure.failure_code, attempt_count=failure.attempt,
+        subscription_id=failure.subscription_id, provider_customer_id=failure.provider_customer_id,
+        hosted_invoice_url=failure.hosted_invoice_url,
+        arm=holdout_arm_for(invoice_id=failure.external_invoice_id), state=State.FAILED, failed_at=now,
     )
-    InvoiceTransition.objects.create(
-        tenant_id=invoice.tenant_id, invoice=invoice, from_state="", to_state=State.FAILED,
-        cause=CAUSE_PAYMENT_FAILED, event_ref=event_ref[:200],
-    )
-    audit_record(
-        event="ledger.invoice.failed",
-        tenant=invoice.tenant,
-        detail={"invoice_id": invoice.pk, "provider": invoice.provider, "arm": arm,
-                "amount_minor": invoice.amount_minor, "currency": invoice.currency,
-                "attempt": attempt},
-    )
-    return invoice
+
+
+def _invoice_repeat(invoice: Invoice, failure: FailureInput) -> None:
+    """Another failure of an open invoice the caller holds locked: attempt count never
+    lowered, code and (same-currency) amount updated, missing references filled in."""
+    invoice.attempt_count = max(invoice.attempt_count, failure.attempt)
+    invoice.failure_code = failure.failure_code or invoice.failure_code
+    update = ["attempt_count", "failure_code", "updated_at"]
+    if failure.currency == invoice.currency:  # an amount in another currency is not comparable
+        invoice.amount_minor = failure.amount_minor
+        update.append("amount_minor")
+    for name, value in (("subscription_id", failure.subscription_id),
+                        ("provider_customer_id", failure.provider_customer_id),
+                        ("hosted_invoice_url", failure.hosted_invoice_url)):
+        if value and getattr(invoice, name) != value:
+            setattr(invoice, name, value)
+            update.append(name)
+    if failure.customer is not None and invoice.customer_id is None:
+        invoice.customer = failure.customer
+        update.append("customer")
+    invoice.save(update_fields=update)
 
 
 def invoice_record_payment(

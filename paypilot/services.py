@@ -56,15 +56,39 @@ def audit_record(
     detail: dict[str, Any] | None = None,
 ) -> AuditEvent:
     """Append one audit event. Call inside the transaction of the change it records."""
+    entry = audit_entry(event=event, tenant=tenant, actor=actor, detail=detail)
+    if tenant is None:  # platform event: see paypilot.tenancy.platform_audit_insert
+        platform = platform_audit_insert(event=event, actor=entry.actor, detail=entry.detail)
+        if platform is not None:
+            return platform
+    entry.save(force_insert=True)
+    return entry
+
+
+def audit_entry(
+    *,
+    event: str,
+    tenant: Tenant | int | None = None,
+    actor: str = "system",
+    detail: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """An unsaved audit event with its detail filtered through the allowlist: one row of
+    `audit_record_many`, or what `audit_record` saves."""
     clean = {k: v for k, v in (detail or {}).items() if k in AUDIT_DETAIL_ALLOWLIST}
     dropped = sorted(set(detail or {}) - set(clean))
     if dropped:
         logger.warning("audit detail keys dropped for %s: %s", event, ",".join(dropped))
-    if tenant is None:  # platform event: see paypilot.tenancy.platform_audit_insert
-        platform = platform_audit_insert(event=event, actor=actor[:100], detail=clean)
-        if platform is not None:
-            return platform
-    return AuditEvent.objects.create(event=event, tenant=tenant, actor=actor[:100], detail=clean)
+    tenant_ref: dict[str, Any] = {"tenant": tenant} if not isinstance(tenant, int) else {"tenant_id": tenant}
+    return AuditEvent(event=event, actor=actor[:100], detail=clean, **tenant_ref)
+
+
+def audit_record_many(entries: list[AuditEvent]) -> None:
+    """Append many tenant audit events (built by `audit_entry`) in one INSERT, inside the
+    caller's transaction: the batch form of `audit_record` for one change per row."""
+    if any(entry.tenant_id is None for entry in entries):
+        raise ValueError("platform audit events go through audit_record one by one")
+    if entries:
+        AuditEvent.objects.bulk_create(entries)
 
 
 # --- tenants ------------------------------------------------------------------------------

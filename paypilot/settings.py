@@ -126,12 +126,14 @@ Q_CLUSTER: dict[str, object] = {
     "save_limit": 1000,
     "catch_up": False,
     "label": "Tasks",
+    "bulk": env.int("PAYPILOT_Q_BULK", default=50),  # tasks per broker read
     "sync": TESTING or env.bool("PAYPILOT_Q_SYNC", default=False),
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["broker_class"] = "paypilot.queue.OrmBroker"  # fewer round trips per task
 if int(Q_CLUSTER["retry"]) <= int(Q_CLUSTER["timeout"]):  # type: ignore[call-overload]
     raise ImproperlyConfigured("Q_CLUSTER retry must be greater than timeout")
 
@@ -232,6 +234,11 @@ PAYPILOT_LINK_ALLOWED_HOSTS = env.list(
 )
 PAYPILOT_LINK_TTL_DAYS = env.int("PAYPILOT_LINK_TTL_DAYS", default=30)
 PAYPILOT_SWEEP_AFTER_MINUTES = env.int("PAYPILOT_SWEEP_AFTER_MINUTES", default=5)
+# Events one processing task applies in one transaction (its own plus received ones queued
+# behind it); 1 applies each event alone.
+PAYPILOT_WEBHOOK_BATCH = env.int("PAYPILOT_WEBHOOK_BATCH", default=50)
+if PAYPILOT_WEBHOOK_BATCH < 1:
+    raise ImproperlyConfigured("PAYPILOT_WEBHOOK_BATCH must be at least 1")
 
 # Approvals and sending
 PAYPILOT_APPROVAL_TTL_HOURS = env.int("PAYPILOT_APPROVAL_TTL_HOURS", default=48)

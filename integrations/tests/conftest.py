@@ -50,11 +50,15 @@ class HandoffRecorder:
     calls: list[dict[str, Any]] = field(default_factory=list)
     fail_with: Exception | None = None
 
-    def __call__(self, **kwargs: Any) -> str:
+    def __call__(self, *, tenant: Tenant, requests: list[Any]) -> list[str]:
+        """One recorded call per invoice handed off (batches are unpacked)."""
         if self.fail_with is not None:
             raise self.fail_with
-        self.calls.append(kwargs)
-        return handoff.OUTCOME_DRAFT_OPENED
+        for request in requests:
+            self.calls.append({"tenant": tenant, "invoice": request.invoice,
+                               "provider_retry_at": request.provider_retry_at,
+                               "provider_retry_source": request.provider_retry_source})
+        return [handoff.OUTCOME_DRAFT_OPENED] * len(requests)
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ def test_task_dying_after_the_ledger_write_leaves_nothing_and_succeeds_on_retry(
     def approval_crash(**kwargs):
         raise RuntimeError("worker died")
 
-    monkeypatch.setattr(handoff, "approval_open", approval_crash)
+    monkeypatch.setattr(handoff, "approvals_open", approval_crash)
     audit_before = AuditEvent.objects.count()
     response = post_stripe(load_fixture("stripe", "invoice_payment_failed"))
 
@@ -89,8 +89,10 @@ def test_failures_are_retried_by_the_sweeper_up_to_the_limit(settings, stripe_te
     assert webhook_events_sweep(now=later + timedelta(hours=1)) == 0
 
 
-def test_sweeper_reenqueues_events_left_received(stripe_tenant, recovery):
+def test_sweeper_reenqueues_events_left_received(stripe_tenant, recovery, settings):
     from integrations.tests.factories import WebhookEventFactory
+
+    settings.PAYPILOT_WEBHOOK_BATCH = 1  # a batch would take the fresh event along
 
     stale = WebhookEventFactory(tenant=stripe_tenant, enqueued_at=timezone.now() - timedelta(minutes=30))
     fresh = WebhookEventFactory(tenant=stripe_tenant)

@@ -1,0 +1,216 @@
+"""Batched processing: one task applies the received events queued behind its own, with the
+same results, in the same order, as applying them one by one."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from approvals.models import ApprovalRequest
+from decisions.models import DecisionRecord
+from dunning.models import Draft
+from integrations.models import WebhookEvent
+from integrations.providers import adapter
+from integrations.services import processing, webhook_event_process
+from integrations.services.processing import ProcessingFailed
+from integrations.tests.conftest import body_of, load_fixture
+from ledger.models import Customer, Invoice, InvoiceTransition, PaidBeforeFailure
+from paypilot.models import AuditEvent, Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no event remembered as processed by this process."""
+    monkeypatch.setattr(processing, "_processed_here", {})
+
+
+def failed(n: int, *, invoice: str = "", customer: str = "") -> dict[str, Any]:
+    """The documented invoice.payment_failed fixture with its own event, invoice and customer ids."""
+    payload = copy.deepcopy(load_fixture("stripe", "invoice_payment_failed"))
+    payload["id"] = f"evt_batch_{n:04d}"
+    invoice = invoice or f"in_batch_{n:04d}"
+    payload["data"]["object"]["id"] = invoice
+    payload["data"]["object"]["customer"] = customer or f"cus_batch_{n:04d}"
+    return payload
+
+
+def paid(n: int, *, invoice: str) -> dict[str, Any]:
+    payload = copy.deepcopy(load_fixture("stripe", "invoice_paid"))
+    payload["id"] = f"evt_batch_{n:04d}"
+    payload["data"]["object"]["id"] = invoice
+    return payload
+
+
+def store(tenant: Tenant, payloads: list[dict[str, Any]]) -> list[int]:
+    """Store deliveries as the inbox does, without enqueuing them (the test runs the task)."""
+    ids = []
+    module = adapter("stripe")
+    for payload in payloads:
+        body = body_of(payload)
+        env = module.envelope(body=body, headers={})
+        ids.append(WebhookEvent.objects.create(
+            tenant=tenant, provider="stripe", event_key=env.event_key, event_type=env.event_type, body=body,
+            headers={}, resource_key=env.resource_key, resource_version=env.resource_version,
+        ).pk)
+    return ids
+
+
+def outcomes(tenant: Tenant | None = None) -> list[tuple[str, str, int]]:
+    rows = WebhookEvent.objects.filter(tenant=tenant) if tenant else WebhookEvent.objects.all()
+    return list(rows.order_by("pk").values_list("status", "outcome", "attempts"))
+
+
+def snapshot(tenant: Tenant) -> dict[str, Any]:
+    """What one tenant's events left behind, without ids or times, to compare two runs."""
+    mine = {"tenant": tenant}
+    return {
+        "events": [(status, outcome) for status, outcome, _ in outcomes(tenant)],
+        "invoices": sorted(Invoice.objects.filter(**mine).values_list("external_invoice_id", "state",
+                                                                      "attempt_count", "arm")),
+        "transitions": sorted(InvoiceTransition.objects.filter(**mine).values_list(
+            "invoice__external_invoice_id", "from_state", "to_state", "cause")),
+        "customers": sorted(Customer.objects.filter(**mine).values_list("external_id", "name", "email")),
+        "decisions": sorted(DecisionRecord.objects.filter(**mine).values_list("invoice_ref", "rule_fired", "action")),
+        "drafts": sorted(Draft.objects.filter(**mine).values_list("invoice__external_invoice_id", "subject",
+                                                                  "locale")),
+        "approvals": sorted(ApprovalRequest.objects.filter(**mine).values_list(
+            "invoice__external_invoice_id", "status", "high_value", "annual_value_minor")),
+        "paid_markers": sorted(PaidBeforeFailure.objects.filter(**mine).values_list("external_invoice_id",
+                                                                                     flat=True)),
+        "audit": sorted(AuditEvent.objects.filter(**mine).exclude(event="paypilot.tenant.created")
+                        .values_list("event", flat=True)),
+    }
+
+
+def mixed_deliveries() -> list[dict[str, Any]]:
+    """Failures of distinct invoices, then the orders that must not be reordered: a failure
+    and its payment, a payment before its failure, two failures of one invoice, and two
+    invoices of one customer."""
+    return [
+        failed(1), failed(2), failed(3),
+        failed(4, invoice="in_paid_after"), paid(5, invoice="in_paid_after"),
+        paid(6, invoice="in_paid_first"), failed(7, invoice="in_paid_first"),
+        failed(8, invoice="in_twice"), failed(9, invoice="in_twice"),
+        failed(10, customer="cus_shared"), failed(11, customer="cus_shared"),
+        failed(12), failed(13),
+    ]
+
+
+def test_one_task_applies_the_received_events_behind_it_in_one_batch(stripe_tenant,
+                                                                    django_capture_on_commit_callbacks):
+    ids = store(stripe_tenant, [failed(n) for n in range(1, 8)])
+
+    with django_capture_on_commit_callbacks(execute=True):  # the batch's commit
+        assert webhook_event_process(event_id=ids[0]) == "processed"
+
+    assert outcomes() == [("processed", "draft_opened", 1)] * 7
+    for model in (Invoice, InvoiceTransition, Customer, DecisionRecord, Draft, ApprovalRequest):
+        assert model.objects.count() == 7, model.__name__
+    # the other events' own tasks find them done, in this process without a query
+    with CaptureQueriesContext(connection) as queries:
+        assert [webhook_event_process(event_id=pk) for pk in ids[1:]] == ["processed"] * 6
+    assert len(queries) == 0
+    assert outcomes() == [("processed", "draft_opened", 1)] * 7
+
+
+def test_a_batch_leaves_exactly_what_one_by_one_processing_leaves(stripe_tenant, settings):
+    from integrations.services import credential_set
+    from integrations.tests.conftest import STRIPE_SECRET
+    from paypilot.services import tenant_create
+
+    settings.PAYPILOT_WEBHOOK_BATCH = 1
+    for pk in store(stripe_tenant, mixed_deliveries()):
+        webhook_event_process(event_id=pk)
+    one_by_one = snapshot(stripe_tenant)
+    assert ("processed", "noop_already_paid") in one_by_one["events"]  # the orders above really matter
+    assert ("processed", "recovered") in one_by_one["events"]
+
+    settings.PAYPILOT_WEBHOOK_BATCH = 50
+    batched = tenant_create(slug="batched", name="Acme Ltd")
+    credential_set(tenant=batched, provider="stripe", secret=STRIPE_SECRET)
+    ids = store(batched, mixed_deliveries())
+    webhook_event_process(event_id=ids[5])  # any event of the batch: they run in arrival order
+
+    assert snapshot(batched) == one_by_one
+    assert all(attempts == 1 for _, _, attempts in outcomes(batched))
+
+
+def test_a_failing_event_rolls_its_batch_back_and_costs_only_itself(stripe_tenant, monkeypatch):
+    ids = store(stripe_tenant, [failed(1), failed(2, invoice="in_poison"), failed(3)])
+    translate = processing._translate
+
+    def poisoned(event, credentials):  # type: ignore[no-untyped-def]
+        if b"in_poison" in bytes(event.body):
+            raise RuntimeError("cannot translate")
+        return translate(event, credentials)
+
+    monkeypatch.setattr(processing, "_translate", poisoned)
+
+    assert webhook_event_process(event_id=ids[0]) == "processed"
+
+    assert [(s, a) for s, _, a in outcomes()] == [("processed", 1), ("failed", 1), ("processed", 1)]
+    assert "RuntimeError: cannot translate" in WebhookEvent.objects.get(pk=ids[1]).error
+    assert sorted(Invoice.objects.values_list("external_invoice_id", flat=True)) == ["in_batch_0001",
+                                                                                    "in_batch_0003"]
+    assert Draft.objects.count() == 2 and ApprovalRequest.objects.count() == 2
+
+
+def test_the_task_of_the_failing_event_still_raises(stripe_tenant, monkeypatch):
+    ids = store(stripe_tenant, [failed(1), failed(2)])
+    monkeypatch.setattr(processing, "_translate", lambda event, credentials: (_ for _ in ()).throw(
+        RuntimeError("down")))
+
+    with pytest.raises(ProcessingFailed):
+        webhook_event_process(event_id=ids[1])
+
+    assert [(s, a) for s, _, a in outcomes()] == [("failed", 1), ("failed", 1)]
+    assert not Invoice.objects.exists()
+
+
+def test_a_batch_takes_only_received_events_of_the_same_tenant(stripe_tenant, settings):
+    from paypilot.services import tenant_create
+
+    other = tenant_create(slug="other", name="Other Ltd")
+    mine = store(stripe_tenant, [failed(1), failed(2)])
+    theirs = store(other, [failed(3)])
+    WebhookEvent.objects.filter(pk=mine[1]).update(status="failed", attempts=1)
+
+    webhook_event_process(event_id=mine[0])
+
+    statuses = dict(WebhookEvent.objects.values_list("pk", "status"))
+    assert statuses == {mine[0]: "processed", mine[1]: "failed", theirs[0]: "received"}
+
+
+def test_batch_size_is_bounded_by_the_setting(stripe_tenant, settings):
+    settings.PAYPILOT_WEBHOOK_BATCH = 3
+    ids = store(stripe_tenant, [failed(n) for n in range(1, 6)])
+
+    webhook_event_process(event_id=ids[0])
+
+    assert [s for s, _, _ in outcomes()] == ["processed"] * 3 + ["received"] * 2
+
+
+def test_remembered_ids_are_bounded(monkeypatch):
+    monkeypatch.setattr(processing, "_PROCESSED_HERE_MAX", 3)
+    processing._remember_processed([1, 2, 3, 4, 5])
+    assert list(processing._processed_here) == [3, 4, 5]
+
+
+def test_a_rolled_back_batch_is_not_remembered(stripe_tenant, monkeypatch):
+    """The memo is filled on commit only: an event whose batch rolled back is read again."""
+    from django.db import transaction
+
+    ids = store(stripe_tenant, [failed(1), failed(2)])
+    with pytest.raises(RuntimeError), transaction.atomic():
+        webhook_event_process(event_id=ids[0])
+        assert len(transaction.get_connection().run_on_commit) == 1  # queued for the commit...
+        raise RuntimeError("the enclosing transaction fails")
+    assert processing._processed_here == {}  # ...and dropped with the rollback
+    assert webhook_event_process(event_id=ids[1]) == "processed"
+    assert Invoice.objects.count() == 2

@@ -1,0 +1,65 @@
+"""django-q2's ORM broker with fewer round trips per task (Q_CLUSTER "broker_class").
+
+The stock broker locks each task of a bulk read with its own UPDATE (one commit per task)
+and acknowledges each with an ORM DELETE preceded by a connection health check. Here one
+transaction takes up to `bulk` due tasks with `FOR UPDATE SKIP LOCKED` and locks them all
+with one UPDATE, and the acknowledgement is one prepared DELETE. Measured on this machine
+(one qcluster worker on one core, PostgreSQL, tasks that do nothing): about 470 tasks/s
+with the stock broker, about 850 with this one (docs/benchmarks.md).
+
+What stays the same: tasks are taken only when their lock time has passed, a taken task is
+hidden until `retry` seconds later (then handed out again if it was never acknowledged),
+and enqueueing is the stock ORM insert in the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from time import sleep
+from typing import Any
+
+from django.db import DatabaseError, close_old_connections, connections, transaction
+from django.utils import timezone
+from django_q.brokers.orm import ORM
+from django_q.conf import Conf
+from django_q.models import OrmQ
+
+
+class OrmBroker(ORM):
+    def dequeue(self) -> list[tuple[Any, Any]] | None:
+        """Up to `bulk` due tasks as (id, payload), locked until now + retry; None (after
+        the poll interval) when nothing is due."""
+        with transaction.atomic(using=Conf.ORM):
+            # SKIP LOCKED: two clusters reading at once take disjoint tasks (PostgreSQL);
+            # SQLite's IMMEDIATE transactions serialise the two reads anyway.
+            due = list(
+                self.get_connection()
+                .select_for_update(skip_locked=True)
+                .filter(key=self.list_key, lock__lt=timezone.now())
+                .order_by("pk")
+                .values_list("pk", "payload")[: Conf.BULK]
+            )
+            if due:
+                self.get_connection().filter(pk__in=[pk for pk, _ in due]).update(lock=self.timeout(None))
+        if due:
+            return due
+        sleep(Conf.POLL)
+        return None
+
+    def acknowledge(self, task_id: Any) -> None:
+        """Delete the finished task's queue row. A broken connection (database restarted)
+        is closed and the delete retried once on a new one."""
+        try:
+            self._delete(task_id)
+        except DatabaseError:
+            close_old_connections()
+            self._delete(task_id)
+
+    def fail(self, task_id: Any) -> None:
+        self.acknowledge(task_id)
+
+    @staticmethod
+    def _delete(task_id: Any) -> None:
+        connection = connections[Conf.ORM]
+        table = connection.ops.quote_name(OrmQ._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {table} WHERE id = %s", [task_id])
