@@ -67,3 +67,43 @@ def test_twenty_concurrent_deliveries_of_one_event():
     assert InvoiceTransition.objects.count() == 1
     assert Draft.objects.count() == 1
     assert ApprovalRequest.objects.count() == 1
+
+
+WORKERS = 4
+EVENTS = 60
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_batches_take_disjoint_events_and_process_each_once():
+    """Four workers start tasks at once on a full inbox: their batches skip each other's
+    locked rows, and every event is applied once (no lost, doubled or deadlocked work)."""
+    from integrations.services import webhook_event_process
+    from integrations.tests.test_processing_batch import failed, store
+
+    tenant = tenant_create(slug="acme", name="Acme Ltd")
+    credential_set(tenant=tenant, provider="stripe", secret=STRIPE_SECRET)
+    ids = store(tenant, [failed(n) for n in range(EVENTS)])
+    barrier = threading.Barrier(WORKERS)
+    errors: list[BaseException] = []
+
+    def worker(mine: list[int]) -> None:
+        try:
+            barrier.wait(timeout=30)
+            for event_id in mine:
+                webhook_event_process(event_id=event_id)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    # each worker gets every fourth task, as a queue hands them out
+    threads = [threading.Thread(target=worker, args=(ids[i::WORKERS],)) for i in range(WORKERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert not errors, errors
+    assert list(WebhookEvent.objects.values_list("status", "attempts").distinct()) == [("processed", 1)]
+    for model in (Invoice, InvoiceTransition, Draft, ApprovalRequest):
+        assert model.objects.count() == EVENTS, model.__name__

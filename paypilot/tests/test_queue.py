@@ -78,6 +78,7 @@ def test_acknowledge_and_fail_delete_the_queue_row(broker):
     assert list(OrmQ.objects.values_list("pk", flat=True)) == [other]
 
 
+@pytest.mark.django_db(transaction=True)  # the broker runs in autocommit, as in the monitor process
 def test_acknowledge_retries_once_on_a_broken_connection(broker, monkeypatch):
     [pk] = queued(broker, 1)
     calls = []
