@@ -1,0 +1,251 @@
+"""Failed and successful payments: the invoice upsert from a failure (one or many), the
+recovery on payment, and the paid-before-failure marker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ledger.holdout import holdout_arm_for
+from ledger.models import Customer, Invoice, InvoiceTransition, PaidBeforeFailure
+from ledger.money import currency_normalise
+from ledger.services.transitions import (
+    CAUSE_PAYMENT_FAILED,
+    CAUSE_PAYMENT_SUCCEEDED,
+    State,
+    _insert,
+    _invoice_key_lock,
+    _invoice_keys_lock,
+    _move,
+)
+from paypilot.models import AuditEvent, Tenant
+from paypilot.services import audit_entry, audit_record, audit_record_many
+
+
+@dataclass(frozen=True)
+class FailureResult:
+    invoice: Invoice | None  # None only when outcome == "already_paid"
+    created: bool
+    outcome: str  # "recorded" | "repeat" | "closed_noop" | "already_paid"
+
+
+@dataclass(frozen=True)
+class PaymentResult:
+    invoice: Invoice | None  # None when the payment was stored as paid-before-failure
+    outcome: str  # "recovered" | "paid_before_failure" | "noop"
+
+
+def _check_amount(value: int, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{field} must be a non-negative integer in minor units")
+    return value
+
+
+@dataclass(frozen=True)
+class FailureInput:
+    """One failed payment for `invoice_record_failures` (see `invoice_record_failure`)."""
+
+    provider: str
+    external_invoice_id: str
+    amount_minor: int
+    currency: str
+    failure_code: str
+    attempt: int = 1
+    customer: Customer | None = None
+    subscription_id: str = ""
+    provider_customer_id: str = ""
+    hosted_invoice_url: str = ""
+    event_ref: str = ""
+
+
+def invoice_record_failure(
+    *,
+    tenant: Tenant,
+    provider: str,
+    external_invoice_id: str,
+    amount_minor: int,
+    currency: str,
+    failure_code: str,
+    attempt: int = 1,
+    customer: Customer | None = None,
+    subscription_id: str = "",
+    provider_customer_id: str = "",
+    hosted_invoice_url: str = "",
+    event_ref: str = "",
+    now: datetime | None = None,
+) -> FailureResult:
+    """Upsert an invoice from a failed payment.
+
+    New invoice: stored `failed` with its holdout arm fixed now (outcome "recorded").
+    Open invoice: attempt count (never lowered), failure code and amount updated ("repeat").
+    Closed invoice: untouched, never reopened ("closed_noop"). An invoice already stored as
+    paid-before-failure is not created at all ("already_paid"). Raises ValueError on bad input.
+    """
+    failure = FailureInput(
+        provider=provider, external_invoice_id=external_invoice_id, amount_minor=amount_minor,
+        currency=currency, failure_code=failure_code, attempt=attempt, customer=customer,
+        subscription_id=subscription_id, provider_customer_id=provider_customer_id,
+        hosted_invoice_url=hosted_invoice_url, event_ref=event_ref,
+    )
+    return invoice_record_failures(tenant=tenant, failures=[failure], now=now)[0]
+
+
+def _failure_checked(tenant: Tenant, failure: FailureInput) -> FailureInput:
+    if not failure.provider or not failure.external_invoice_id:
+        raise ValueError("provider and external_invoice_id are required")
+    _check_amount(failure.amount_minor, "amount_minor")
+    attempt = failure.attempt
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise ValueError("attempt must be a positive integer")
+    if failure.customer is not None and failure.customer.tenant_id != tenant.pk:
+        raise ValueError("customer belongs to another tenant")
+    return replace(failure, currency=currency_normalise(failure.currency))
+
+
+def invoice_record_failures(
+    *, tenant: Tenant, failures: list[FailureInput], now: datetime | None = None
+) -> list[FailureResult]:
+    """`invoice_record_failure` for many distinct invoices of one tenant, in one transaction
+    with every invoice key locked: one read per table for all of them, one INSERT per table
+    for the new invoices, their transitions and audit events. Results come back in order.
+    Raises ValueError (nothing stored) on bad input or a repeated invoice key."""
+    checked = [_failure_checked(tenant, failure) for failure in failures]
+    keys = [(f.provider, f.external_invoice_id) for f in checked]
+    if len(set(keys)) != len(keys):
+        raise ValueError("invoice keys must be distinct within one call")
+    now = now or timezone.now()
+    external_ids = {ext for _, ext in keys}
+    results: list[FailureResult] = []
+    created: list[Invoice] = []
+    audits: list[AuditEvent] = []
+    with transaction.atomic(), _invoice_keys_lock(tenant_id=tenant.pk, keys=keys):
+        paid = set(
+            PaidBeforeFailure.objects.filter(tenant=tenant, external_invoice_id__in=external_ids)
+            .values_list("provider", "external_invoice_id")
+        )
+        stored = {
+            (row.provider, row.external_invoice_id): row
+            for row in Invoice.objects.select_for_update().filter(tenant=tenant, external_invoice_id__in=external_ids)
+        }
+        for key, failure in zip(keys, checked, strict=True):
+            invoice = stored.get(key)
+            if key in paid:
+                audits.append(audit_entry(event="ledger.invoice.failure_after_payment", tenant=tenant,
+                                          detail={"provider": failure.provider, "attempt": failure.attempt}))
+                results.append(FailureResult(invoice=None, created=False, outcome="already_paid"))
+            elif invoice is None:
+                invoice = _invoice_new(tenant, failure, now=now)
+                created.append(invoice)
+                results.append(FailureResult(invoice=invoice, created=True, outcome="recorded"))
+            elif not invoice.is_open:
+                results.append(FailureResult(invoice=invoice, created=False, outcome="closed_noop"))
+            else:
+                _invoice_repeat(invoice, failure)
+                results.append(FailureResult(invoice=invoice, created=False, outcome="repeat"))
+        if created:
+            _insert(Invoice, created)
+            event_refs = {(f.provider, f.external_invoice_id): f.event_ref for f in checked}
+            _insert(InvoiceTransition, [
+                InvoiceTransition(tenant_id=tenant.pk, invoice=invoice, from_state="", to_state=State.FAILED,
+                                  cause=CAUSE_PAYMENT_FAILED,
+                                  event_ref=event_refs[(invoice.provider, invoice.external_invoice_id)][:200])
+                for invoice in created
+            ])
+            audits.extend(
+                audit_entry(event="ledger.invoice.failed", tenant=tenant, detail={
+                    "invoice_id": invoice.pk, "provider": invoice.provider, "arm": invoice.arm,
+                    "amount_minor": invoice.amount_minor, "currency": invoice.currency,
+                    "attempt": invoice.attempt_count,
+                })
+                for invoice in created
+            )
+        audit_record_many(audits)
+    return results
+
+
+def _invoice_new(tenant: Tenant, failure: FailureInput, *, now: datetime) -> Invoice:
+    """A new `failed` invoice (unsaved) with its holdout arm fixed now, at first sight."""
+    return Invoice(
+        tenant=tenant, provider=failure.provider, external_invoice_id=failure.external_invoice_id,
+        customer=failure.customer, amount_minor=failure.amount_minor, currency=failure.currency,
+        failure_code=failure.failure_code, attempt_count=failure.attempt,
+        subscription_id=failure.subscription_id, provider_customer_id=failure.provider_customer_id,
+        hosted_invoice_url=failure.hosted_invoice_url,
+        arm=holdout_arm_for(invoice_id=failure.external_invoice_id), state=State.FAILED, failed_at=now,
+    )
+
+
+def _invoice_repeat(invoice: Invoice, failure: FailureInput) -> None:
+    """Another failure of an open invoice the caller holds locked: attempt count never
+    lowered, code and (same-currency) amount updated, missing references filled in."""
+    invoice.attempt_count = max(invoice.attempt_count, failure.attempt)
+    invoice.failure_code = failure.failure_code or invoice.failure_code
+    update = ["attempt_count", "failure_code", "updated_at"]
+    if failure.currency == invoice.currency:  # an amount in another currency is not comparable
+        invoice.amount_minor = failure.amount_minor
+        update.append("amount_minor")
+    for name, value in (("subscription_id", failure.subscription_id),
+                        ("provider_customer_id", failure.provider_customer_id),
+                        ("hosted_invoice_url", failure.hosted_invoice_url)):
+        if value and getattr(invoice, name) != value:
+            setattr(invoice, name, value)
+            update.append(name)
+    if failure.customer is not None and invoice.customer_id is None:
+        invoice.customer = failure.customer
+        update.append("customer")
+    invoice.save(update_fields=update)
+
+
+def invoice_record_payment(
+    *,
+    tenant: Tenant,
+    provider: str,
+    external_invoice_id: str,
+    amount_paid_minor: int,
+    currency: str,
+    event_ref: str = "",
+    now: datetime | None = None,
+) -> PaymentResult:
+    """A payment reported by the provider.
+
+    Open invoice -> `recovered` with the amount paid ("recovered"). Closed invoice -> nothing
+    ("noop"). Never seen failing -> stored as a paid-before-failure marker, not a recovery
+    ("paid_before_failure"; a redelivery answers the same and stores nothing new).
+    """
+    _check_amount(amount_paid_minor, "amount_paid_minor")
+    currency = currency_normalise(currency)
+    now = now or timezone.now()
+    key = {"tenant": tenant, "provider": provider, "external_invoice_id": external_invoice_id}
+    with transaction.atomic(), _invoice_key_lock(
+        tenant_id=tenant.pk, provider=provider, external_invoice_id=external_invoice_id
+    ):
+        invoice = Invoice.objects.select_for_update().filter(**key).first()
+        if invoice is None:
+            _paid_before_failure_store(key=key, amount_paid_minor=amount_paid_minor,
+                                       currency=currency, event_ref=event_ref)
+            return PaymentResult(invoice=None, outcome="paid_before_failure")
+        if not invoice.is_open:
+            return PaymentResult(invoice=invoice, outcome="noop")
+        _move(invoice, to=State.RECOVERED, cause=CAUSE_PAYMENT_SUCCEEDED, event_ref=event_ref,
+              now=now, recovered_minor=amount_paid_minor, recovered_at=now)
+        return PaymentResult(invoice=invoice, outcome="recovered")
+
+
+def _paid_before_failure_store(*, key: dict[str, Any], amount_paid_minor: int, currency: str,
+                               event_ref: str) -> None:
+    try:
+        with transaction.atomic():
+            marker, created = PaidBeforeFailure.objects.get_or_create(
+                **key,
+                defaults={"amount_paid_minor": amount_paid_minor, "currency": currency,
+                          "event_ref": event_ref[:200]},
+            )
+    except IntegrityError:  # a concurrent delivery stored it first: same outcome
+        return
+    if created:
+        audit_record(event="ledger.invoice.paid_before_failure", tenant=key["tenant"],
+                     detail={"provider": key["provider"], "currency": currency})
