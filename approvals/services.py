@@ -124,8 +124,11 @@ def approvals_open(*, drafts: list[Draft], now: datetime | None = None) -> list[
     try:
         with transaction.atomic():
             ApprovalRequest.objects.bulk_create(rows)
-    except IntegrityError:  # opened concurrently: the ones that won are the answer
-        rows = list(ApprovalRequest.objects.filter(draft__in=[d.pk for d in drafts]))
+    except IntegrityError:  # opened concurrently: the one that won is the answer
+        if len(missing) > 1:  # find which one, each on its own
+            rows = [approvals_open(drafts=[draft], now=now)[0] for draft in missing]
+        else:
+            rows = list(ApprovalRequest.objects.filter(draft=missing[0]))
     existing.update({row.draft_id: row for row in rows})
     return [existing[draft.pk] for draft in drafts]
 

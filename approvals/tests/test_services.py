@@ -36,6 +36,43 @@ def test_open_is_idempotent_and_sets_expiry(tenant, settings):
     assert before + ttl <= first.expires_at <= timezone.now() + ttl
 
 
+def test_open_many_returns_existing_requests_and_creates_the_rest_in_order(tenant):
+    from approvals.services import approvals_open
+
+    drafts = [DraftFactory(tenant=tenant) for _ in range(3)]
+    existing = approval_open(draft=drafts[1])
+
+    opened = approvals_open(drafts=drafts)
+
+    assert [a.draft_id for a in opened] == [d.pk for d in drafts]
+    assert opened[1].pk == existing.pk
+    assert ApprovalRequest.objects.count() == 3
+    assert all(a.pk is not None and a.invoice_id == d.invoice_id for a, d in zip(opened, drafts, strict=True))
+
+
+def test_open_many_when_another_worker_opened_one_meanwhile(tenant, monkeypatch):
+    """The INSERT of the batch loses to a request opened between the read and the write:
+    every draft still gets exactly one request, the winner's where there is one."""
+    from approvals import services
+    from approvals.services import approvals_open
+
+    drafts = [DraftFactory(tenant=tenant) for _ in range(3)]
+    read = services._invoices_with_customers
+    raced: list[ApprovalRequest] = []
+
+    def concurrent_open(missing):  # type: ignore[no-untyped-def]
+        monkeypatch.setattr(services, "_invoices_with_customers", read)  # only once
+        raced.append(approval_open(draft=drafts[2]))  # the other worker commits first
+        return read(missing)
+
+    monkeypatch.setattr(services, "_invoices_with_customers", concurrent_open)
+    opened = approvals_open(drafts=drafts)
+
+    assert [a.draft_id for a in opened] == [d.pk for d in drafts]
+    assert opened[2].pk == raced[0].pk
+    assert ApprovalRequest.objects.count() == 3
+
+
 def test_open_refuses_a_draft_without_invoice(tenant):
     draft = DraftFactory(tenant=tenant, invoice=None)
     with pytest.raises(ApprovalError) as caught:
