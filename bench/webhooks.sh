@@ -19,7 +19,11 @@ LADDER="${2:-1,16,64}"
 REQUESTS="${3:-2000}"
 REPEAT="${BENCH_REPEAT:-3}"
 PORT="${BENCH_PORT:-18766}"
-THREADS="${BENCH_THREADS:-8}"
+# Threads per database, measured best at concurrency 64 (docs/benchmarks.md): SQLite 1 (more
+# threads only queue on its one write lock and its busy-wait sleeps: 8 threads gave 739/s,
+# p99 176 ms, against 1,011/s, p99 91 ms, with 1); PostgreSQL 4 (threads overlap the round
+# trips; 8 gave 815/s, p99 139 ms, against 892/s, p99 83 ms, with 4). BENCH_THREADS overrides.
+threads_for() { [ -n "${BENCH_THREADS:-}" ] && echo "$BENCH_THREADS" || { [ "$1" = sqlite ] && echo 1 || echo 4; }; }
 PG_URL="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/pp_integrations_bench}"
 PY=.venv/bin/python
 . bench/_server.sh
@@ -88,7 +92,7 @@ PYEOF
   "$PY" manage.py shell -v0 -c 'from paypilot.services import tenant_create; tenant_create(slug="bench", name="Bench")'
   "$PY" manage.py webhook_credential --tenant bench --provider stripe --secret-env BENCH_STRIPE_SECRET >/dev/null
 
-  start_server "$PORT" "$THREADS" "$WORK/server-$db.log"
+  start_server "$PORT" "$(threads_for "$db")" "$WORK/server-$db.log"
   wait_for_server "$PORT" "$WORK/server-$db.log"
 
   echo

@@ -11,9 +11,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from integrations.providers import PROVIDER_NAMES
 from integrations.services import recovery_link_follow, webhook_receive
+from paypilot.tenancy import view_binds_tenant
 
 
 @csrf_exempt
+@view_binds_tenant  # webhook_receive binds the tenant it looked up (cached) itself
 @require_POST
 def webhook_view(request: HttpRequest, provider: str, tenant: str | None = None, url_key: str = "") -> HttpResponse:
     """`POST /t/<tenant>/webhooks/<provider>` (and `/webhooks/<provider>` for the default

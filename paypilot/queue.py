@@ -9,7 +9,9 @@ with the stock broker, about 850 with this one (docs/benchmarks.md).
 
 What stays the same: tasks are taken only when their lock time has passed, a taken task is
 hidden until `retry` seconds later (then handed out again if it was never acknowledged),
-and enqueueing is the stock ORM insert in the caller's transaction.
+and enqueueing inserts the queue row in the caller's transaction (one fixed INSERT instead
+of the stock `OrmQ.objects.create`, whose query building costs more than the webhook
+acknowledgement's own event insert).
 """
 
 from __future__ import annotations
@@ -23,8 +25,25 @@ from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
+_ENQUEUE_SQL: dict[str, str] = {}
+
 
 class OrmBroker(ORM):
+    def enqueue(self, task: str) -> int:
+        """Insert the signed task package due now; returns the queue row's id."""
+        self.get_connection()  # the stock broker's stale-connection check outside a transaction
+        connection = connections[Conf.ORM]
+        if connection.vendor not in _ENQUEUE_SQL:
+            qn = connection.ops.quote_name
+            _ENQUEUE_SQL[connection.vendor] = (
+                f"INSERT INTO {qn(OrmQ._meta.db_table)} ({qn('key')}, {qn('payload')}, {qn('lock')}) "
+                f"VALUES (%s, %s, %s) RETURNING {qn('id')}"
+            )
+        lock = connection.ops.adapt_datetimefield_value(timezone.now())
+        with connection.cursor() as cursor:
+            cursor.execute(_ENQUEUE_SQL[connection.vendor], [self.list_key or Conf.CLUSTER_NAME, task, lock])
+            return int(cursor.fetchone()[0])
+
     def dequeue(self) -> list[tuple[Any, Any]] | None:
         """Up to `bulk` due tasks as (id, payload), locked until now + retry; None (after
         the poll interval) when nothing is due."""

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
@@ -28,10 +28,11 @@ from integrations.crypto import SecretUnreadable
 from integrations.models import ProviderCredential, WebhookEvent
 from integrations.providers import Credentials, PayloadInvalid, VerificationFailed, adapter
 from integrations.services.credentials import credential_read
+from integrations.services.inbox_sql import event_insert, queue_broker
 from integrations.services.processing import ProcessingFailed
 from paypilot.models import Tenant
 from paypilot.services import audit_record
-from paypilot.tenancy import tenant_context
+from paypilot.tenancy import set_current_tenant, tenant_context
 
 logger = logging.getLogger("paypilot.integrations")
 
@@ -94,6 +95,14 @@ def _tenant_bound(tenant: Tenant) -> AbstractContextManager[None]:
     return tenant_context(tenant) if connection.vendor == "postgresql" else nullcontext()
 
 
+def _one_transaction() -> AbstractContextManager[Any]:
+    """PostgreSQL: the request's transaction (opened here when there is none), which the
+    tenant binding needs, with no savepoint inside it: nothing here rolls back on its own,
+    an error fails the request. SQLite: none; the insert opens its own, so the write lock
+    is not held while the signature is checked."""
+    return transaction.atomic(savepoint=False) if connection.vendor == "postgresql" else nullcontext()
+
+
 def webhook_receive(
     *,
     tenant_slug: str,
@@ -113,16 +122,14 @@ def webhook_receive(
         tenant, credential = _credential_for(tenant_slug, provider)
     except SecretUnreadable:
         tenant = Tenant.objects.get(slug=tenant_slug)
-        with _tenant_bound(tenant):
+        with _one_transaction():
             return _reject(tenant, provider, REASON_SECRET_UNREADABLE, status=500)
     if tenant is None:
         return _refused(404, REASON_TENANT_NOT_FOUND, "no such tenant")
-    if connection.vendor == "postgresql":
-        # Row-level security: the tenant stays bound for the audit row or the insert, so
-        # the request is one transaction there.
-        with tenant_context(tenant):
-            return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key)
-    return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key)
+    # Row-level security: the tenant is bound by the audit row's path or by the event
+    # insert itself, and stays bound to the end of the request's one transaction.
+    with _one_transaction():
+        return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key)
 
 
 def _receive(
@@ -147,28 +154,30 @@ def _receive(
     except PayloadInvalid as exc:
         return _reject(tenant, provider, REASON_PAYLOAD_INVALID, note=exc.reason)
     kept = {name: headers[name] for name in module.HEADERS if name in headers}
-    try:
-        with transaction.atomic():
-            event = WebhookEvent.objects.create(
-                tenant=tenant, provider=provider, event_key=env.event_key, event_type=env.event_type,
-                body=body, headers=kept, resource_key=env.resource_key,
-                resource_version=env.resource_version,
-            )
-            enqueue_processing(event.pk)
-    except IntegrityError:
-        stored = (
-            WebhookEvent.objects.filter(tenant=tenant, provider=provider, event_key=env.event_key)
-            .values("pk", "status", "outcome")
-            .first()
-        )
-        if stored is None:  # not a duplicate after all: let the server error surface
-            raise
-        return Receipt(200, {"received": True, "duplicate": True, "event": stored["pk"],
-                             "status": stored["status"], "outcome": stored["outcome"]})
-    return Receipt(200, {"received": True, "duplicate": False, "event": event.pk})
+    event = WebhookEvent(
+        tenant=tenant, provider=provider, event_key=env.event_key, event_type=env.event_type,
+        body=body, headers=kept, resource_key=env.resource_key, resource_version=env.resource_version,
+    )
+    # savepoint=False: inside the request's transaction (PostgreSQL) the insert needs none,
+    # a duplicate is answered by ON CONFLICT, not by an error to roll back. The event
+    # insert binds the tenant on PostgreSQL, for itself and the duplicate lookup below.
+    with transaction.atomic(savepoint=False):
+        event_id = event_insert(event=event)
+        if event_id is not None:
+            enqueue_processing(event_id)
+    if event_id is not None:
+        return Receipt(200, {"received": True, "duplicate": False, "event": event_id})
+    stored = (
+        WebhookEvent.objects.filter(tenant=tenant, provider=provider, event_key=env.event_key)
+        .values("pk", "status", "outcome")
+        .get()
+    )
+    return Receipt(200, {"received": True, "duplicate": True, "event": stored["pk"],
+                         "status": stored["status"], "outcome": stored["outcome"]})
 
 
 def _reject(tenant: Tenant, provider: str, reason: str, *, status: int = 400, note: str = "") -> Receipt:
+    set_current_tenant(tenant)  # row-level security (PostgreSQL) for the audit row
     audit_record(
         event="integrations.webhook.rejected",
         tenant=tenant,
@@ -197,7 +206,8 @@ def _enqueue(event_id: int) -> None:
     # (finite), not re-presented by the broker as well.
     try:
         # save=False: the event row already records the outcome; django-q2 keeps failures only.
-        async_task(PROCESS_TASK, event_id, ack_failure=True, save=False, task_name=f"webhook-{event_id}")
+        async_task(PROCESS_TASK, event_id, ack_failure=True, save=False, task_name=f"webhook-{event_id}",
+                   broker=queue_broker())
     except ProcessingFailed:
         # Only in sync mode (tests, PAYPILOT_Q_SYNC=1), where django-q2 runs the task inline
         # and re-raises: the failure is already recorded on the event, the sweeper retries.

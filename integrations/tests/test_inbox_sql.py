@@ -1,0 +1,152 @@
+"""The acknowledgement's SQL (integrations.services.inbox_sql, paypilot.queue's enqueue): what
+one delivery sends to the database, the queue row it leaves for the cluster, and that both
+commit or neither does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.core.management.color import no_style
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django_q.conf import Conf
+from django_q.models import OrmQ
+from django_q.signing import SignedPackage
+
+from integrations.models import WebhookEvent
+from integrations.services import inbox_sql
+from integrations.services.inbox import PROCESS_TASK
+from integrations.services.inbox_sql import event_insert
+from integrations.tests.conftest import Post, load_fixture
+from paypilot.db import OVERRIDE_TABLE, append_only_override
+from paypilot.models import Tenant
+from paypilot.queue import OrmBroker
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enqueue for a cluster instead of running the task inline (the test settings' sync)."""
+    monkeypatch.setattr(Conf, "SYNC", False)
+
+
+@pytest.fixture
+def committed(transactional_db: None) -> Iterator[None]:
+    """Real commits. Teardown empties the append-only audit table first: pytest-django's
+    flush is a DELETE on SQLite, which the append-only triggers refuse (as in
+    approvals/tests/test_browser.py)."""
+    yield
+    if connection.vendor == "sqlite":
+        tables = [t for t in connection.introspection.django_table_names(only_existing=True, include_views=False)
+                  if t != OVERRIDE_TABLE]
+        with append_only_override("retention_purge"), connection.cursor() as cursor:
+            for sql in connection.ops.sql_flush(no_style(), tables):
+                cursor.execute(sql)
+
+
+def _delivery(event_id: str) -> dict[str, Any]:
+    payload = load_fixture("stripe", "invoice_payment_failed")
+    payload["id"] = event_id
+    return payload
+
+
+def _statements(captured: CaptureQueriesContext) -> list[str]:
+    return [" ".join(query["sql"].split("(")[0].split()) for query in captured.captured_queries]
+
+
+def test_a_new_delivery_costs_two_inserts_and_nothing_else(
+    stripe_tenant: Tenant, post_stripe: Post, queued: None
+) -> None:
+    assert post_stripe(_delivery("evt_warm_the_credential_cache")).status_code == 200
+    with CaptureQueriesContext(connection) as captured:
+        response = post_stripe(_delivery("evt_counted"))
+
+    assert response.status_code == 200 and response.json()["duplicate"] is False
+    # No URL-tenant lookup, no savepoint, no separate tenant binding (the event insert binds
+    # it on PostgreSQL), no restore of a previous tenant.
+    statements = _statements(captured)
+    if connection.vendor == "postgresql":
+        # The middleware's one transaction per request, a savepoint inside the test's own.
+        assert statements[0].startswith("SAVEPOINT") and statements[-1].startswith("RELEASE SAVEPOINT")
+        statements = statements[1:-1]
+    assert statements == ['INSERT INTO "integrations_webhookevent"', 'INSERT INTO "django_q_ormq"']
+
+
+def test_the_queue_row_names_the_task_for_the_event(stripe_tenant: Tenant, post_stripe: Post, queued: None) -> None:
+    event_id = post_stripe(_delivery("evt_queued")).json()["event"]
+
+    row = OrmQ.objects.get()
+    task = SignedPackage.loads(row.payload)
+    assert (row.key, task["func"], task["args"]) == (Conf.CLUSTER_NAME, PROCESS_TASK, (event_id,))
+    assert (task["ack_failure"], task["save"], task["name"]) == (True, False, f"webhook-{event_id}")
+    assert row.lock is not None
+    assert WebhookEvent.objects.get(pk=event_id).status == WebhookEvent.Status.RECEIVED
+
+
+def test_a_duplicate_is_answered_from_the_stored_row_and_queues_nothing(
+    stripe_tenant: Tenant, post_stripe: Post, queued: None
+) -> None:
+    first = post_stripe(_delivery("evt_twice")).json()
+    again = post_stripe(_delivery("evt_twice"))
+
+    assert again.status_code == 200
+    assert again.json() == {"received": True, "duplicate": True, "event": first["event"],
+                            "status": "received", "outcome": ""}
+    assert WebhookEvent.objects.count() == 1 and OrmQ.objects.count() == 1
+
+
+def test_event_insert_skips_the_tenants_duplicate_only(stripe_tenant: Tenant, other_tenant: Tenant) -> None:
+    def event(tenant: Tenant) -> WebhookEvent:
+        return WebhookEvent(tenant=tenant, provider="stripe", event_key="evt_1", event_type="invoice.paid",
+                            body=b"{}", headers={"Stripe-Signature": "t=1,v1=x"}, resource_key="in_1")
+
+    first = event(stripe_tenant)
+    pk = event_insert(event=first)
+    assert pk is not None and first.pk == pk
+    assert event_insert(event=event(stripe_tenant)) is None
+    assert event_insert(event=event(other_tenant)) is not None
+    stored = WebhookEvent.objects.get(pk=pk)
+    assert (bytes(stored.body), stored.headers, stored.status) == (b"{}", {"Stripe-Signature": "t=1,v1=x"}, "received")
+
+
+def test_event_and_queue_row_commit_together(
+    committed: None, stripe_tenant: Tenant, monkeypatch: pytest.MonkeyPatch, queued: None
+) -> None:
+    from integrations.providers.stripe import sign
+    from integrations.tests.conftest import STRIPE_SECRET, body_of
+
+    def broken(self: OrmBroker, task: str) -> int:
+        raise RuntimeError("queue table unavailable")
+
+    working = OrmBroker.enqueue
+    monkeypatch.setattr(OrmBroker, "enqueue", broken)
+    body = body_of(_delivery("evt_lost"))
+    response = Client(raise_request_exception=False).post(
+        "/t/acme/webhooks/stripe", data=body, content_type="application/json",
+        headers={"Stripe-Signature": sign(body=body, secret=STRIPE_SECRET)})
+
+    assert response.status_code == 500
+    assert not WebhookEvent.objects.exists() and not OrmQ.objects.exists()
+    monkeypatch.setattr(OrmBroker, "enqueue", working)  # redelivered: stored and queued
+    retried = Client().post("/t/acme/webhooks/stripe", data=body, content_type="application/json",
+                            headers={"Stripe-Signature": sign(body=body, secret=STRIPE_SECRET)})
+    assert retried.json()["duplicate"] is False
+    assert WebhookEvent.objects.count() == 1 and OrmQ.objects.count() == 1
+
+
+def test_the_orm_broker_is_built_once_and_others_left_to_django_q(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Other:
+        list_key = "paypilot"
+
+    monkeypatch.setattr(inbox_sql, "_broker", None)
+    monkeypatch.setattr(inbox_sql, "get_broker", lambda: Other())
+    assert inbox_sql.queue_broker() is None  # async_task then asks django-q2 for its broker
+
+    monkeypatch.setattr(inbox_sql, "_broker", None)
+    monkeypatch.setattr(inbox_sql, "get_broker", lambda: OrmBroker(list_key="paypilot"))
+    broker = inbox_sql.queue_broker()
+    assert isinstance(broker, OrmBroker) and inbox_sql.queue_broker() is broker
