@@ -10,8 +10,8 @@ with the stock broker, about 850 with this one (docs/benchmarks.md).
 What stays the same: tasks are taken only when their lock time has passed, a taken task is
 hidden until `retry` seconds later (then handed out again if it was never acknowledged),
 and enqueueing inserts the queue row in the caller's transaction (one fixed INSERT instead
-of the stock `OrmQ.objects.create`, whose query building costs more than the webhook
-acknowledgement's own event insert).
+of the stock `OrmQ.objects.create`, whose query building costs about 0.1 ms per task on
+the webhook acknowledgement's path).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Fixed SQL for the webhook hot path: the event INSERT; and the queue's broker, built once.
 
-Building an INSERT through the ORM costs about 0.25 ms of CPU per row, more than the rest of
-the acknowledgement; these statements are built once per database vendor from the models'
-own metadata, and each value passes the field's own `get_db_prep_save`, as the ORM would.
+Building an INSERT through the ORM costs about 0.1 ms of CPU per row (measured in process:
+the event's and the queue row's `create()` were a fifth of the whole acknowledgement on
+SQLite); this statement is built once per database vendor from the model's own metadata,
+and each value passes the field's own `get_db_prep_save`, as the ORM would.
 """
 
 from __future__ import annotations
