@@ -117,7 +117,9 @@ PYEOF
   while :; do
     sleep 1
     local left
-    left="$("$PY" manage.py shell -v0 -c 'from integrations.models import WebhookEvent as E; print(E.objects.filter(status="received").count())' | tail -n 1)"
+    # done when no event is left received and no task is left queued (the tasks of events
+    # that an earlier batch processed still pass through the worker)
+    left="$("$PY" manage.py shell -v0 -c 'from django_q.models import OrmQ; from integrations.models import WebhookEvent as E; print(E.objects.filter(status="received").count() + OrmQ.objects.count())' | tail -n 1)"
     [ "$left" = 0 ] && break
     if ! kill -0 "$CLUSTER_PID" 2>/dev/null; then echo "qcluster died"; tail -20 "$WORK/qcluster-$db.log"; exit 1; fi
   done
@@ -136,7 +138,8 @@ exact = (c["received"] == 0 and c["failed"] == 0 and c["processed"] == c["events
          and c["duplicate_invoice_ids"] == 0)
 span = c["drain_span_s"] or float("nan")
 print(f"drain: {n} deliveries; {n / span:.0f}/s between first and last processed "
-      f"({span:.1f} s); {n / wall:.0f}/s wall clock incl. cluster start-up and 1 s polling ({wall:.1f} s)")
+      f"({span:.1f} s); {n / wall:.0f}/s wall clock until the inbox and the task queue are empty, "
+      f"incl. cluster start-up and 1 s polling ({wall:.1f} s)")
 print(f"exactly once: {'yes' if exact else 'NO'}")
 PYEOF
 }
