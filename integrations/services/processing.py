@@ -82,10 +82,10 @@ def webhook_event_process(*, event_id: int) -> str:
     its work rolls back, it is marked `failed` with the error and one more attempt, and
     ProcessingFailed is raised (the sweeper retries up to the limit).
     """
-    # Before any tenant is bound the event row is invisible under row-level security: its
-    # tenant comes from the SECURITY DEFINER lookup (a plain query on SQLite).
     if event_id in _processed_here:  # done by an earlier batch in this process: final
         return Status.PROCESSED
+    # Before any tenant is bound the event row is invisible under row-level security: its
+    # tenant comes from the SECURITY DEFINER lookup (a plain query on SQLite).
     tenant_id, status = _tenant_and_status(event_id)
     if tenant_id is None:
         return "missing"
