@@ -5,8 +5,8 @@ write, the decision and draft (dunning), the approval request (approvals) and th
 own status. A crash half-way therefore leaves nothing behind, and the retry starts clean.
 Domain events dispatch through `HANDLERS`, a dict keyed by the event class.
 
-Batches: the task for one event also takes up to PAYPILOT_WEBHOOK_BATCH - 1 other
-`received` events of the same tenant (rows another worker holds are skipped), applies them
+Batches: the task for one event also takes up to PAYPILOT_WEBHOOK_BATCH - 1 `received`
+events of the same tenant that arrived after it (rows another worker holds are skipped), applies them
 in arrival order in the same transaction and marks them; their own queued tasks then find
 them processed and return. Consecutive failed payments of distinct invoices and customers
 are applied together through `BATCH_HANDLERS` (one INSERT per table instead of one per
@@ -128,16 +128,18 @@ def _tenant_and_status(event_id: int) -> tuple[int | None, str | None]:
 
 
 def _process_batch(tenant_id: int, event_id: int, *, taken: list[int]) -> str:
-    """Lock the event and up to PAYPILOT_WEBHOOK_BATCH - 1 other received events of its
-    tenant, apply them in arrival order and mark them, all in one transaction."""
+    """Lock the event and up to PAYPILOT_WEBHOOK_BATCH - 1 received events of its tenant
+    that arrived after it, apply them in arrival order and mark them, in one transaction."""
     with tenant_context(tenant_id):
         event = WebhookEvent.objects.select_for_update(of=("self",)).select_related("tenant").get(pk=event_id)
         if event.status in FINAL_STATUSES:
             return event.status
+        # Only events after this one: the batch keeps arrival order from its first event,
+        # and the read walks the primary key forward from here instead of past every
+        # event processed before (whose dead index entries PostgreSQL would step over).
         others = list(
             WebhookEvent.objects.select_for_update(skip_locked=True)
-            .filter(tenant_id=tenant_id, status=Status.RECEIVED)
-            .exclude(pk=event_id)
+            .filter(tenant_id=tenant_id, status=Status.RECEIVED, pk__gt=event_id)
             .order_by("pk")[: settings.PAYPILOT_WEBHOOK_BATCH - 1]
         )
         for other in others:
