@@ -49,6 +49,10 @@ class WebhookEvent(models.Model):
         indexes = [
             models.Index(fields=["status", "enqueued_at"], name="integrations_wh_status_enq"),
             models.Index(fields=["tenant", "provider", "resource_key"], name="integrations_wh_resource"),
+            # A processing batch reads the received events after its own, in id order: a
+            # partial index holds only those, so the read does not grow with the history.
+            models.Index(fields=["tenant", "id"], condition=models.Q(status="received"),
+                         name="integrations_wh_received"),
         ]
         permissions = [("reprocess_webhookevent", "Can reprocess webhook events")]
 
