@@ -116,6 +116,7 @@ RETURNS bigint LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_cat
 AS $$
 DECLARE
     result bigint;
+    column_type text;
 BEGIN
     -- Only tables carrying the tenant policy: this must not become a way to read others.
     IF NOT EXISTS (SELECT 1 FROM pg_policy WHERE polrelid = tbl AND polname = '{POLICY_NAME}') THEN
@@ -123,15 +124,22 @@ BEGIN
     END IF;
     -- Only by a column that identifies one row (the pk, a token prefix, a one-to-one user
     -- id): a lookup by e-mail or name would tell which tenant knows that person.
-    IF NOT EXISTS (
-        SELECT 1 FROM pg_index i
-          JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-         WHERE i.indrelid = tbl AND i.indisunique AND i.indnkeyatts = 1 AND a.attname = pk_column
-    ) THEN
+    SELECT format_type(a.atttypid, a.atttypmod) INTO column_type
+      FROM pg_index i
+      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+     WHERE i.indrelid = tbl AND i.indisunique AND i.indnkeyatts = 1 AND a.attname = pk_column
+     LIMIT 1;
+    IF column_type IS NULL THEN
         RAISE EXCEPTION 'not a unique column of %: %', tbl, pk_column USING ERRCODE = '42501';
     END IF;
-    EXECUTE format('SELECT tenant_id FROM %s WHERE %I::text = $1', tbl, pk_column)
-        INTO result USING pk;
+    -- The value is cast to the column's type, not the column to text: the unique index then
+    -- answers (a cast column would scan the whole table on every call).
+    BEGIN
+        EXECUTE format('SELECT tenant_id FROM %s WHERE %I = $1::%s', tbl, pk_column, column_type)
+            INTO result USING pk;
+    EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
+        RETURN NULL;  -- not a value of that column: no such row
+    END;
     RETURN result;
 END
 $$""",

@@ -23,6 +23,7 @@ from paypilot.tenancy import (
     current_tenant_id,
     set_current_tenant,
     tenant_context,
+    tenant_for_row,
     tenant_task,
 )
 
@@ -234,3 +235,23 @@ def test_tasks_and_admin_users_get_their_tenant(app_role):
             request.user = staff_a
             assert _tenant_from_admin_membership(request, {}) == a.tenant.pk
             assert Tenant.objects.count() >= 2  # the tenant list itself is not tenant data
+
+
+@pytest.mark.django_db
+def test_row_tenant_lookup_answers_from_the_unique_index():
+    """paypilot_row_tenant compares in the column's own type: with sequential scans
+    disabled for the transaction, the lookup still scans nothing (a column cast to text
+    would have to). A value that is not of the column's type finds no row."""
+    a, b = two_tenants()
+    invoice = b.invoices[0]
+    seq_scans = "SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables WHERE relid = %s::regclass"
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(seq_scans, [Invoice._meta.db_table])
+        before = cursor.fetchone()[0]
+        assert tenant_for_row(Invoice, invoice.pk) == b.tenant.pk
+        assert tenant_for_row(Invoice, str(invoice.pk)) == b.tenant.pk
+        assert tenant_for_row(Invoice, "not-a-number") is None
+        assert tenant_for_row(Invoice, 10**30) is None  # beyond bigint
+        cursor.execute(seq_scans, [Invoice._meta.db_table])
+        assert cursor.fetchone()[0] == before
