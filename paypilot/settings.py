@@ -129,6 +129,10 @@ Q_CLUSTER: dict[str, object] = {
     "catch_up": False,
     "label": "Tasks",
     "bulk": env.int("PAYPILOT_Q_BULK", default=50),  # tasks per broker read
+    # Tasks before a worker process is replaced. django-q2's default, 500, replaced a worker
+    # every ten webhook batches, each new one loading the rules, templates and a connection
+    # again: the PostgreSQL drain ran at 352/s with 500 and 483/s with 5,000 (benchmarks.md).
+    "recycle": env.int("PAYPILOT_Q_RECYCLE", default=5000),
     "sync": TESTING or env.bool("PAYPILOT_Q_SYNC", default=False),
 }
 if REDIS_URL:
