@@ -27,6 +27,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from dunning.llm import llm_drafting_enabled
 from dunning.services import DraftRequest
 from integrations import handoff, stripe_api
 from integrations.crypto import secret_decrypt
@@ -92,7 +93,7 @@ def webhook_event_process(*, event_id: int) -> str:
     if status in FINAL_STATUSES:  # already done, most often by an earlier batch
         return str(status)
     batch: list[int] = []
-    if settings.PAYPILOT_WEBHOOK_BATCH > 1:
+    if batch_size() > 1:
         try:
             return _process_batch(tenant_id, event_id, taken=batch)
         except Exception as exc:  # the batch rolled back: apply its events one by one
@@ -105,6 +106,13 @@ def webhook_event_process(*, event_id: int) -> str:
             except ProcessingFailed:
                 pass  # recorded on that event; its own task or the sweeper retries it
     return _process_one(tenant_id, event_id)
+
+
+def batch_size() -> int:
+    """Events per processing transaction: PAYPILOT_WEBHOOK_BATCH, but one while model
+    drafting is on, where every draft waits on a network call and a batch would hold its
+    row locks (on SQLite the database's write lock) through all of them."""
+    return 1 if llm_drafting_enabled() else settings.PAYPILOT_WEBHOOK_BATCH
 
 
 def _tenant_and_status(event_id: int) -> tuple[int | None, str | None]:
@@ -140,7 +148,7 @@ def _process_batch(tenant_id: int, event_id: int, *, taken: list[int]) -> str:
         others = list(
             WebhookEvent.objects.select_for_update(skip_locked=True)
             .filter(tenant_id=tenant_id, status=Status.RECEIVED, pk__gt=event_id)
-            .order_by("pk")[: settings.PAYPILOT_WEBHOOK_BATCH - 1]
+            .order_by("pk")[: batch_size() - 1]
         )
         for other in others:
             other.tenant = event.tenant

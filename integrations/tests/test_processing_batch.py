@@ -222,3 +222,11 @@ def test_a_rolled_back_batch_is_not_remembered(stripe_tenant, monkeypatch):
     assert processing._processed_here == {}  # ...and dropped with the rollback
     assert webhook_event_process(event_id=ids[1]) == "processed"
     assert list(Invoice.objects.values_list("external_invoice_id", flat=True)) == ["in_batch_0002"]  # really applied
+
+
+def test_one_event_per_transaction_while_model_drafting_is_on(settings):
+    settings.PAYPILOT_WEBHOOK_BATCH = 50
+    settings.PAYPILOT_LLM_DRAFT, settings.OPENAI_API_KEY = True, "sk-test-not-used"
+    assert processing.batch_size() == 1
+    settings.PAYPILOT_LLM_DRAFT = False
+    assert processing.batch_size() == 50
