@@ -14,7 +14,7 @@ from dunning.pipeline import RecoveryInput, RecoveryState, run_pipeline
 from dunning.selectors import CustomerRow
 from ledger.models import Customer, Invoice
 from paypilot.models import Tenant
-from paypilot.services import audit_entry, audit_record_many
+from paypilot.services import audit_entry, audit_record_many, rows_insert
 
 __all__ = [
     "DraftRequest", "RecoveryInput", "RecoveryResult", "draft_for_invoice", "drafts_for_invoices", "run_recovery",
@@ -61,10 +61,7 @@ def _store_many(items: list[tuple[RecoveryState, Invoice | None]], *, tenant: Te
                 diagnosis=state.diagnosis, locale=state.locale.used,  # type: ignore[union-attr]
                 source=state.source, fallback_used=state.fallback_used, guard_verdict=verdict,
             ))
-        if len(drafts) == 1:  # the single path keeps one plain INSERT
-            drafts[0].save(force_insert=True)
-        else:
-            Draft.objects.bulk_create(drafts)
+        rows_insert(drafts)
         audit_record_many([
             audit_entry(event="dunning.draft.created", tenant=tenant, detail={
                 "draft": draft.pk, "decision": record.pk, "invoice": draft.invoice_id,

@@ -6,11 +6,12 @@ import hashlib
 import hmac
 import logging
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from paypilot.models import ApiToken, AuditEvent, Role, Tenant
@@ -87,8 +88,16 @@ def audit_record_many(entries: list[AuditEvent]) -> None:
     caller's transaction: the batch form of `audit_record` for one change per row."""
     if any(entry.tenant_id is None for entry in entries):
         raise ValueError("platform audit events go through audit_record one by one")
-    if entries:
-        AuditEvent.objects.bulk_create(entries)
+    rows_insert(entries)
+
+
+def rows_insert(rows: Sequence[models.Model]) -> None:
+    """Insert new rows of one model, their ids set: a plain INSERT for one row (the single
+    services' path), one multi-row INSERT for several (both backends return the ids)."""
+    if len(rows) == 1:
+        rows[0].save(force_insert=True)
+    elif rows:
+        type(rows[0])._default_manager.bulk_create(rows)
 
 
 # --- tenants ------------------------------------------------------------------------------

@@ -9,9 +9,8 @@ from django.db import IntegrityError, transaction
 
 from ledger.models import Customer
 from ledger.money import currency_normalise
-from ledger.services.transitions import _insert
 from paypilot.models import Tenant
-from paypilot.services import audit_entry, audit_record, audit_record_many
+from paypilot.services import audit_entry, audit_record, audit_record_many, rows_insert
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ def customer_upsert_many(
         if created:
             try:
                 with transaction.atomic():
-                    _insert(Customer, created)
+                    rows_insert(created)
             except IntegrityError:
                 if not _retry:
                     raise

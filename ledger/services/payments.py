@@ -17,13 +17,12 @@ from ledger.services.transitions import (
     CAUSE_PAYMENT_FAILED,
     CAUSE_PAYMENT_SUCCEEDED,
     State,
-    _insert,
     _invoice_key_lock,
     _invoice_keys_lock,
     _move,
 )
 from paypilot.models import AuditEvent, Tenant
-from paypilot.services import audit_entry, audit_record, audit_record_many
+from paypilot.services import audit_entry, audit_record, audit_record_many, rows_insert
 
 
 @dataclass(frozen=True)
@@ -152,9 +151,9 @@ def invoice_record_failures(
                 _invoice_repeat(invoice, failure)
                 results.append(FailureResult(invoice=invoice, created=False, outcome="repeat"))
         if created:
-            _insert(Invoice, created)
+            rows_insert(created)
             event_refs = {(f.provider, f.external_invoice_id): f.event_ref for f in checked}
-            _insert(InvoiceTransition, [
+            rows_insert([
                 InvoiceTransition(tenant_id=tenant.pk, invoice=invoice, from_state="", to_state=State.FAILED,
                                   cause=CAUSE_PAYMENT_FAILED,
                                   event_ref=event_refs[(invoice.provider, invoice.external_invoice_id)][:200])

@@ -178,14 +178,6 @@ def invoice_transition(*, invoice: Invoice, to: str, cause: str, event_ref: str 
         invoice, lambda locked: _move(locked, to=target, cause=cause, event_ref=event_ref), cause=cause
     )
 
-def _insert(model: type[T], rows: list[T]) -> None:
-    """Insert new rows, ids set on them: one plain INSERT for one row, one multi-row INSERT
-    for several (both backends return the ids)."""
-    if len(rows) == 1:
-        rows[0].save(force_insert=True)  # type: ignore[attr-defined]
-    else:
-        model._default_manager.bulk_create(rows)  # type: ignore[attr-defined]
-
 
 def invoice_mark_churned(
     *, tenant: Tenant, provider: str, subscription_id: str, event_ref: str = ""
