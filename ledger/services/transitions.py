@@ -29,14 +29,17 @@ T = TypeVar("T")
 # read (silent no-op), so messaged -> messaged is listed only to document that a second
 # send is legal; it never writes a second row.
 ALLOWED_MOVES: dict[str, frozenset[str]] = {
-    State.FAILED: frozenset({State.MESSAGED, State.RECOVERED, State.CHURNED, State.EXHAUSTED}),
+    State.FAILED: frozenset({State.MESSAGED, State.RECOVERED, State.CHURNED, State.EXHAUSTED, State.VOIDED}),
     State.MESSAGED: frozenset(
-        {State.MESSAGED, State.CLICKED, State.RECOVERED, State.CHURNED, State.EXHAUSTED}
+        {State.MESSAGED, State.CLICKED, State.RECOVERED, State.CHURNED, State.EXHAUSTED, State.VOIDED}
     ),
-    State.CLICKED: frozenset({State.MESSAGED, State.RECOVERED, State.CHURNED, State.EXHAUSTED}),
+    State.CLICKED: frozenset(
+        {State.MESSAGED, State.RECOVERED, State.CHURNED, State.EXHAUSTED, State.VOIDED}
+    ),
     State.RECOVERED: frozenset(),
     State.CHURNED: frozenset(),
     State.EXHAUSTED: frozenset(),
+    State.VOIDED: frozenset(),
 }
 
 # Causes written on transition rows (snake_case, defined once).
