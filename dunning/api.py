@@ -8,7 +8,7 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +20,7 @@ from dunning.portfolio import aggregate, portfolio_impact
 from dunning.selectors import customer_rows_by_id
 from dunning.services import run_recovery
 from paypilot.auth import authorize
+from paypilot.jsonlimits import StrictJSONParser
 
 _EVENT_FIELDS: dict[str, serializers.Field] = {
     "customer_id": serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"),
@@ -57,7 +58,7 @@ class _JsonOnly(BaseContentNegotiation):
 
 class _JsonApiView(APIView):
     content_negotiation_class = _JsonOnly
-    parser_classes = [JSONParser]
+    parser_classes = [StrictJSONParser]  # size and depth before parsing; strict JSON
     renderer_classes = [JSONRenderer]
 
 

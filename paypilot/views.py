@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+
 from django.conf import settings
-from django.db import connection
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -12,23 +16,93 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from paypilot.api import error_body
 from paypilot.auth import authorize, tenant_object_or_404
+from paypilot.jsonlimits import REASON_BODY_TOO_LARGE, REASON_INVALID_BODY
 from paypilot.metrics import REGISTRY
 from paypilot.models import ApiToken
 
+REASON_DATABASE_UNAVAILABLE = "database_unavailable"  # 503: unreachable, locked or read-only
+REASON_SERVER_ERROR = "server_error"  # 500: an unexpected fault, logged with the request id
+logger = logging.getLogger("paypilot.errors")
+
+
+def _write_probe() -> None:
+    """Prove the database takes writes, without writing: on SQLite `BEGIN IMMEDIATE` takes
+    the write lock, which a read-only file (or a connection SQLite opened read-only) refuses;
+    PostgreSQL reports a read-only server (hot standby, `default_transaction_read_only`)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            if connection.in_atomic_block:  # tests wrap each test in a transaction
+                cursor.execute("SELECT 1")
+                return
+            cursor.execute("BEGIN IMMEDIATE")
+            cursor.execute("ROLLBACK")
+        else:
+            cursor.execute("SHOW transaction_read_only")
+            (read_only,) = cursor.fetchone()
+            if read_only == "on":
+                raise OperationalError("the database is read-only")
+
 
 def health(request: HttpRequest) -> JsonResponse:
-    """Liveness plus a real database round trip; on failure only the error class is shown."""
+    """Liveness plus a real database round trip and a write probe; on failure only the error
+    class is shown."""
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        _write_probe()
     except Exception as exc:  # noqa: BLE001 - any database failure means "unavailable"
-        return JsonResponse(
+        _drop_connection()
+        response = JsonResponse(
             {"status": "unavailable", "commit": settings.PAYPILOT_COMMIT, "database": type(exc).__name__},
             status=503,
         )
+        response["Retry-After"] = str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS)
+        return response
     return JsonResponse({"status": "ok", "commit": settings.PAYPILOT_COMMIT, "database": "ok"})
+
+
+def _drop_connection() -> None:
+    """Close this thread's connection after a database failure so the next request opens a
+    fresh one. Without it a SQLite connection opened while the file was read-only stayed
+    read-only for CONN_MAX_AGE (60 s) after the file was writable again: Django keeps a
+    connection after an error when `is_usable()` says so, and on SQLite it always does."""
+    try:
+        connection.close()
+    except Exception:  # noqa: BLE001 - a connection that cannot even close is gone anyway
+        logger.warning("database connection could not be closed after a failure")
+
+
+def database_unavailable_response() -> JsonResponse:
+    response = JsonResponse(
+        error_body(REASON_DATABASE_UNAVAILABLE, "the database is unavailable; retry later"), status=503
+    )
+    response["Retry-After"] = str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS)
+    return response
+
+
+def server_error(request: HttpRequest) -> JsonResponse:
+    """handler500: a generic JSON body (never a traceback), and a JSON 503 with Retry-After
+    when the fault is the database being unreachable, so providers and clients retry.
+    Django calls this inside its `except` block, so `sys.exc_info()` is the fault; Django
+    has already logged it on `django.request` with the traceback."""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, OperationalError | InterfaceError):
+        _drop_connection()
+        return database_unavailable_response()
+    return JsonResponse(
+        error_body(REASON_SERVER_ERROR, "internal error",
+                   request_id=getattr(request, "request_id", "")), status=500
+    )
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    """handler400: Django's own 400s (RequestDataTooBig, too many fields, a disallowed host)
+    as JSON; an oversized body is a 413."""
+    if isinstance(exception, RequestDataTooBig):
+        return JsonResponse(error_body(REASON_BODY_TOO_LARGE, "the body is too large"), status=413)
+    if isinstance(exception, TooManyFieldsSent):
+        return JsonResponse(error_body(REASON_INVALID_BODY, "too many fields"), status=400)
+    return JsonResponse(error_body("bad_request", "the request was refused"), status=400)
 
 
 class TokenOutput(serializers.ModelSerializer):
