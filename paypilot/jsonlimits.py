@@ -29,6 +29,7 @@ REASON_BODY_NOT_UTF8 = "body_not_utf8"  # 400: the bytes are not UTF-8 (or start
 REASON_JSON_TOO_DEEP = "json_too_deep"  # 400: arrays/objects nested past the depth limit
 REASON_JSON_DUPLICATE_KEY = "json_duplicate_key"  # 400: one object names a key twice
 REASON_JSON_NON_FINITE = "json_non_finite_number"  # 400: NaN, Infinity or a float overflow
+REASON_JSON_INVALID_STRING = "json_invalid_string"  # 400: a \u0000 or an unpaired surrogate
 REASON_INVALID_BODY = "invalid_body"  # 400: not JSON at all (the code /decide always used)
 REASON_UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"  # 415: Content-Type is not JSON
 
@@ -128,14 +129,43 @@ def json_loads_strict(body: bytes, *, limit_bytes: int | None = None, depth: int
     if json_depth_exceeds(body, depth):
         raise JsonRefused(400, REASON_JSON_TOO_DEEP, f"arrays and objects nest deeper than {depth} levels")
     try:
-        return json.loads(text, object_pairs_hook=_object_without_duplicates,
-                          parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(text, object_pairs_hook=_object_without_duplicates,
+                           parse_constant=_refuse_constant, parse_float=_finite_float)
     except JsonRefused:
         raise
     except RecursionError:  # unreachable after the depth scan; kept so it can never be a 500
         raise JsonRefused(400, REASON_JSON_TOO_DEEP, "the body nests too deeply") from None
     except ValueError:  # JSONDecodeError, and integers past Python's 4,300-digit limit
         raise JsonRefused(400, REASON_INVALID_BODY, "the body is not valid JSON") from None
+    # Only an escape can put a NUL or a lone surrogate in a string (raw ones are invalid
+    # UTF-8 or invalid JSON), so bodies without `\u` skip the walk. Both are refused here
+    # because PostgreSQL text cannot hold a NUL and UTF-8 cannot encode a lone surrogate:
+    # either would fail as a 500 deep inside a write, long after parsing.
+    if b"\\u" in body and not _strings_clean(value):
+        raise JsonRefused(400, REASON_JSON_INVALID_STRING,
+                          "a string holds a NUL character or an unpaired surrogate")
+    return value
+
+
+def _string_clean(text: str) -> bool:
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _strings_clean(value: Any) -> bool:
+    """Every key and string in `value` (already depth-limited, so recursion is bounded)."""
+    if isinstance(value, str):
+        return _string_clean(value)
+    if isinstance(value, dict):
+        return all(_string_clean(k) and _strings_clean(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_strings_clean(v) for v in value)
+    return True
 
 
 def json_object_strict(body: bytes, *, limit_bytes: int | None = None) -> dict[str, Any]:
