@@ -15,6 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from paypilot.api import error_body
 from paypilot.auth import client_prefix
+from paypilot.db import connection_drop_after_failure
 from paypilot.jsonlimits import REASON_BODY_TOO_LARGE
 from paypilot.metrics import LATENCY, REQUESTS
 
@@ -49,6 +50,9 @@ class RequestContextMiddleware:
             response.headers.setdefault(header, value)
         if response.status_code == 503:  # every "unavailable" tells the client when to retry
             response.headers.setdefault("Retry-After", str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS))
+            # And the next request gets a fresh connection (a SQLite one opened on a
+            # read-only file stays read-only): paypilot.db.connection_drop_after_failure.
+            connection_drop_after_failure()
         match = getattr(request, "resolver_match", None)
         route = match.route if match else "unmatched"
         REQUESTS.labels(request.method, route, str(response.status_code)).inc()

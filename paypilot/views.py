@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import logging
+import os
 import sys
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
-from django.db import InterfaceError, OperationalError, connection
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -18,31 +18,35 @@ from rest_framework.views import APIView
 
 from paypilot.api import error_body
 from paypilot.auth import authorize, tenant_object_or_404
+from paypilot.db import connection_drop_after_failure
 from paypilot.jsonlimits import REASON_BODY_TOO_LARGE, REASON_INVALID_BODY
 from paypilot.metrics import REGISTRY
 from paypilot.models import ApiToken
 
 REASON_DATABASE_UNAVAILABLE = "database_unavailable"  # 503: unreachable, locked or read-only
 REASON_SERVER_ERROR = "server_error"  # 500: an unexpected fault, logged with the request id
-logger = logging.getLogger("paypilot.errors")
 
 
 def _write_probe() -> None:
-    """Prove the database takes writes, without writing: on SQLite `BEGIN IMMEDIATE` takes
-    the write lock, which a read-only file (or a connection SQLite opened read-only) refuses;
-    PostgreSQL reports a read-only server (hot standby, `default_transaction_read_only`)."""
+    """Prove the database takes writes without writing anything. SQLite: the file must be
+    writable (a connection opened on a read-only file is itself read-only for its whole
+    life) and this connection must take a write lock, which a no-op DELETE asks for and a
+    read-only connection refuses (`BEGIN IMMEDIATE` alone does not: measured). PostgreSQL:
+    the session must not be read-only (hot standby, `default_transaction_read_only`); the
+    application role need not hold DELETE on any table for that."""
+    if connection.vendor == "sqlite":
+        name = str(connection.settings_dict["NAME"])
+        if os.path.isfile(name) and not os.access(name, os.W_OK):
+            raise OperationalError("the database file is read-only")
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("DELETE FROM django_migrations WHERE 0")
+            transaction.set_rollback(True)
+        return
     with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            if connection.in_atomic_block:  # tests wrap each test in a transaction
-                cursor.execute("SELECT 1")
-                return
-            cursor.execute("BEGIN IMMEDIATE")
-            cursor.execute("ROLLBACK")
-        else:
-            cursor.execute("SHOW transaction_read_only")
-            (read_only,) = cursor.fetchone()
-            if read_only == "on":
-                raise OperationalError("the database is read-only")
+        cursor.execute("SHOW transaction_read_only")
+        (read_only,) = cursor.fetchone()
+    if read_only == "on":
+        raise OperationalError("the database is read-only")
 
 
 def health(request: HttpRequest) -> JsonResponse:
@@ -51,7 +55,7 @@ def health(request: HttpRequest) -> JsonResponse:
     try:
         _write_probe()
     except Exception as exc:  # noqa: BLE001 - any database failure means "unavailable"
-        _drop_connection()
+        connection_drop_after_failure()
         response = JsonResponse(
             {"status": "unavailable", "commit": settings.PAYPILOT_COMMIT, "database": type(exc).__name__},
             status=503,
@@ -59,17 +63,6 @@ def health(request: HttpRequest) -> JsonResponse:
         response["Retry-After"] = str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS)
         return response
     return JsonResponse({"status": "ok", "commit": settings.PAYPILOT_COMMIT, "database": "ok"})
-
-
-def _drop_connection() -> None:
-    """Close this thread's connection after a database failure so the next request opens a
-    fresh one. Without it a SQLite connection opened while the file was read-only stayed
-    read-only for CONN_MAX_AGE (60 s) after the file was writable again: Django keeps a
-    connection after an error when `is_usable()` says so, and on SQLite it always does."""
-    try:
-        connection.close()
-    except Exception:  # noqa: BLE001 - a connection that cannot even close is gone anyway
-        logger.warning("database connection could not be closed after a failure")
 
 
 def database_unavailable_response() -> JsonResponse:
@@ -87,7 +80,7 @@ def server_error(request: HttpRequest) -> JsonResponse:
     has already logged it on `django.request` with the traceback."""
     exc = sys.exc_info()[1]
     if isinstance(exc, OperationalError | InterfaceError):
-        _drop_connection()
+        connection_drop_after_failure()
         return database_unavailable_response()
     return JsonResponse(
         error_body(REASON_SERVER_ERROR, "internal error",
