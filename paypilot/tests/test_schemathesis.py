@@ -36,6 +36,21 @@ def demo_headers() -> dict[str, str]:
     return {"Authorization": f"Bearer {token_issue(tenant=tenant, role='tenant_admin').plaintext}"}
 
 
+def _check(strategy: Any, *, label: str, headers: dict[str, str], examples: int, calls: dict[str, int],
+           failures: list[str]) -> None:
+    @given(case=strategy)
+    @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    def check(case: Any) -> None:
+        calls["n"] += 1
+        try:
+            case.call_and_validate(headers=headers, checks=[not_a_server_error])
+        except (AssertionError, FailureGroup) as exc:  # schemathesis' failure: a 5xx answer
+            failures.append(f"{label}: {exc!s:.300}")
+
+    check()
+
+
 def run_schemathesis(*, headers: dict[str, str], examples: int) -> dict[str, Any]:
     """Every operation of /api/schema/, `examples` cases per generation mode; returns the
     figures and the server errors found (method, path, status, request id)."""
@@ -47,18 +62,9 @@ def run_schemathesis(*, headers: dict[str, str], examples: int) -> dict[str, Any
         operation = result.ok()
         operations += 1
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-
-            @given(case=operation.as_strategy(generation_mode=mode))
-            @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
-                      suppress_health_check=list(HealthCheck))
-            def check(case: Any) -> None:
-                calls["n"] += 1
-                try:
-                    case.call_and_validate(headers=headers, checks=[not_a_server_error])
-                except (AssertionError, FailureGroup) as exc:  # schemathesis' failure: a 5xx answer
-                    failures.append(f"{operation.method.upper()} {operation.path} ({mode.value}): {exc!s:.300}")
-
-            check()
+            label = f"{operation.method.upper()} {operation.path} ({mode.value})"
+            _check(operation.as_strategy(generation_mode=mode), label=label, headers=headers,
+                   examples=examples, calls=calls, failures=failures)
     return {"operations": operations, "calls": calls["n"], "server_errors": failures}
 
 
