@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
@@ -69,7 +70,7 @@ def _recover(principal_tenant: Any, event: validation.RecoveryInput) -> tuple[in
 class PaymentFailedApi(_JsonApiView):
     @extend_schema(operation_id="payment_failed", request=_EVENT, parameters=[_IDEMPOTENCY],
                    responses={200: dict, 422: dict})
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="payment_failed")
         key = validation.idempotency_key(request.headers.get("Idempotency-Key"))
         event = validation.payment_failed_input(request.data)
@@ -80,7 +81,7 @@ class PaymentFailedApi(_JsonApiView):
 class PaymentFailedBatchApi(_JsonApiView):
     @extend_schema(operation_id="payment_failed_batch", request=_BATCH, parameters=[_IDEMPOTENCY],
                    responses={200: dict, 422: dict})
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="payment_failed")
         key = validation.idempotency_key(request.headers.get("Idempotency-Key"))
         events = validation.batch_input(request.data)
