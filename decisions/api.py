@@ -96,6 +96,7 @@ class DecideApi(APIView):
     def post(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="decide")
         try:
+            validation.require_json(request.META.get("CONTENT_TYPE"))
             data = validation.parse_object(_read_body(request))
             clean = validation.decide_input(data)
         except BodyRefused as refused:
@@ -146,6 +147,7 @@ class OutcomeReportApi(APIView):
                 and selectors.decision_exists(tenant=principal.tenant, invoice_ref=invoice_id)):
             _not_found(request, principal, invoice_id)
         try:
+            validation.require_json(request.META.get("CONTENT_TYPE"))
             outcome, report_key = validation.outcome_input(validation.parse_object(_read_body(request)))
         except BodyRefused as refused:
             code = "invalid_input" if refused.status == 422 else refused.reason

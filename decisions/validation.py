@@ -8,10 +8,11 @@ costs more than the decision itself.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from paypilot.jsonlimits import REASON_UNSUPPORTED_MEDIA_TYPE, JsonRefused, json_object_strict, media_type_is_json
 
 MAX_BODY_BYTES = 4096
 
@@ -63,17 +64,20 @@ def _field_error(field: str, constraint: str, reason: str = "invalid_field") -> 
 
 
 def parse_object(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or a 413/400 refusal."""
-    if len(body) > MAX_BODY_BYTES:
-        raise body_too_large()
+    """The body as a JSON object, or a 413/400 refusal (paypilot.jsonlimits: depth checked
+    before parsing, duplicate keys, NaN/Infinity and invalid UTF-8 refused)."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise BodyRefused(status=400, gate="parse", reason="invalid_body",
-                          detail="the body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise BodyRefused(status=400, gate="parse", reason="invalid_body", detail="the body must be a JSON object")
-    return data
+        return json_object_strict(body, limit_bytes=MAX_BODY_BYTES)
+    except JsonRefused as refused:
+        raise BodyRefused(status=refused.status, gate="size" if refused.status == 413 else "parse",
+                          reason=refused.reason, detail=refused.detail) from None
+
+
+def require_json(content_type: str | None) -> None:
+    """415 unless the body is declared `application/json` (text/plain was accepted)."""
+    if not media_type_is_json(content_type):
+        raise BodyRefused(status=415, gate="content_type", reason=REASON_UNSUPPORTED_MEDIA_TYPE,
+                          detail="Content-Type must be application/json")
 
 
 def body_too_large() -> BodyRefused:

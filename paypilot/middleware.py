@@ -13,7 +13,10 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from paypilot.api import error_body
 from paypilot.auth import client_prefix
+from paypilot.db import connection_drop_after_failure
+from paypilot.jsonlimits import REASON_BODY_TOO_LARGE
 from paypilot.metrics import LATENCY, REQUESTS
 
 access_log = logging.getLogger("paypilot.access")
@@ -39,12 +42,17 @@ class RequestContextMiddleware:
         incoming = request.META.get("HTTP_X_REQUEST_ID", "")
         request_id = incoming if _SANE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = request_id  # type: ignore[attr-defined]
-        response = self.get_response(request)
+        response = _body_too_large(request) or self.get_response(request)
         elapsed_ms = (time.perf_counter() - started) * 1000
         response["X-Request-ID"] = request_id
         response["X-Process-Time"] = f"{elapsed_ms:.2f}ms"
         for header, value in _SECURITY_HEADERS.items():
             response.headers.setdefault(header, value)
+        if response.status_code == 503:  # every "unavailable" tells the client when to retry
+            response.headers.setdefault("Retry-After", str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS))
+            # And the next request gets a fresh connection (a SQLite one opened on a
+            # read-only file stays read-only): paypilot.db.connection_drop_after_failure.
+            connection_drop_after_failure()
         match = getattr(request, "resolver_match", None)
         route = match.route if match else "unmatched"
         REQUESTS.labels(request.method, route, str(response.status_code)).inc()
@@ -64,6 +72,18 @@ class RequestContextMiddleware:
                 )
             )
         return response
+
+
+def _body_too_large(request: HttpRequest) -> HttpResponse | None:
+    """A JSON 413 for a declared body past the limit, before any view or middleware reads
+    it: Django itself would raise RequestDataTooBig on `request.body` and answer with its
+    HTML 400 page (paypilot.views.bad_request catches what still gets that far)."""
+    declared = request.META.get("CONTENT_LENGTH") or ""
+    limit = settings.PAYPILOT_MAX_BODY_BYTES
+    if declared.isdigit() and int(declared) > limit:
+        return JsonResponse(error_body(REASON_BODY_TOO_LARGE, f"the body is larger than {limit} bytes"),
+                            status=413)
+    return None
 
 
 _EXEMPT_PREFIXES = ("/health", "/static/")

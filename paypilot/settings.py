@@ -179,9 +179,18 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(message)s"}},
-    "filters": {"pii": {"()": "paypilot.logsafe.PiiLogFilter"}},  # e-mails hashed, extras allowlisted
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["pii"]}},
+    "filters": {
+        "pii": {"()": "paypilot.logsafe.PiiLogFilter"},  # e-mails hashed, extras allowlisted
+        "request_error": {"()": "paypilot.logsafe.RequestErrorFilter"},  # request id, redacted traceback
+    },
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["pii"]},
+        "stderr_errors": {"class": "logging.StreamHandler", "formatter": "plain",
+                          "filters": ["request_error", "pii"]},
+    },
     "loggers": {
+        # Django logs every 5xx here with its traceback; without a handler nothing was written.
+        "django.request": {"handlers": ["stderr_errors"], "level": "ERROR", "propagate": False},
         "paypilot": {"handlers": ["stderr"], "level": LOG_LEVEL, "propagate": False},
         "django_q": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
         # django-q2 logs under "django-q" (one INFO line per enqueued task otherwise).
@@ -195,7 +204,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["paypilot.auth.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["paypilot.jsonlimits.StrictJSONParser"],
     "EXCEPTION_HANDLER": "paypilot.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -206,6 +215,17 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
 }
+
+# Input limits (paypilot.jsonlimits): a declared body past PAYPILOT_MAX_BODY_BYTES gets a JSON
+# 413 before anything reads it; JSON nested deeper than PAYPILOT_JSON_MAX_DEPTH gets a 400
+# before the (recursive) parser sees it. /decide keeps its own 4 KiB cap.
+PAYPILOT_MAX_BODY_BYTES = env.int("PAYPILOT_MAX_BODY_BYTES", default=2_621_440)
+PAYPILOT_JSON_MAX_DEPTH = env.int("PAYPILOT_JSON_MAX_DEPTH", default=64)
+if PAYPILOT_MAX_BODY_BYTES < 4096 or not 8 <= PAYPILOT_JSON_MAX_DEPTH <= 512:
+    raise ImproperlyConfigured("PAYPILOT_MAX_BODY_BYTES must be >= 4096 and PAYPILOT_JSON_MAX_DEPTH 8-512")
+DATA_UPLOAD_MAX_MEMORY_SIZE = PAYPILOT_MAX_BODY_BYTES
+# Seconds a client is told to wait (Retry-After) when the database is unreachable (503).
+PAYPILOT_DB_RETRY_AFTER_SECONDS = env.int("PAYPILOT_DB_RETRY_AFTER_SECONDS", default=5)
 
 # Rate limits: requests per window, per bearer token and per client IP.
 PAYPILOT_RATE_LIMIT_PER_TOKEN = env.int("PAYPILOT_RATE_LIMIT_PER_TOKEN", default=600)

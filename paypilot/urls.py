@@ -20,3 +20,7 @@ urlpatterns = [
     path("", include("approvals.urls")),
     path("", include("integrations.urls")),
 ]
+
+# JSON for Django's own 400 and 500 (a database outage is a 503 with Retry-After).
+handler400 = "paypilot.views.bad_request"
+handler500 = "paypilot.views.server_error"

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 from django.conf import settings
-from django.db import connection
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -12,23 +16,86 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from paypilot.api import error_body
 from paypilot.auth import authorize, tenant_object_or_404
+from paypilot.db import connection_drop_after_failure
+from paypilot.jsonlimits import REASON_BODY_TOO_LARGE, REASON_INVALID_BODY
 from paypilot.metrics import REGISTRY
 from paypilot.models import ApiToken
 
+REASON_DATABASE_UNAVAILABLE = "database_unavailable"  # 503: unreachable, locked or read-only
+REASON_SERVER_ERROR = "server_error"  # 500: an unexpected fault, logged with the request id
+
+
+def _write_probe() -> None:
+    """Prove the database takes writes without writing anything. SQLite: the file must be
+    writable (a connection opened on a read-only file is itself read-only for its whole
+    life) and this connection must take a write lock, which a no-op DELETE asks for and a
+    read-only connection refuses (`BEGIN IMMEDIATE` alone does not: measured). PostgreSQL:
+    the session must not be read-only (hot standby, `default_transaction_read_only`); the
+    application role need not hold DELETE on any table for that."""
+    if connection.vendor == "sqlite":
+        name = str(connection.settings_dict["NAME"])
+        if os.path.isfile(name) and not os.access(name, os.W_OK):
+            raise OperationalError("the database file is read-only")
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("DELETE FROM django_migrations WHERE 0")
+            transaction.set_rollback(True)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW transaction_read_only")
+        (read_only,) = cursor.fetchone()
+    if read_only == "on":
+        raise OperationalError("the database is read-only")
+
 
 def health(request: HttpRequest) -> JsonResponse:
-    """Liveness plus a real database round trip; on failure only the error class is shown."""
+    """Liveness plus a real database round trip and a write probe; on failure only the error
+    class is shown."""
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        _write_probe()
     except Exception as exc:  # noqa: BLE001 - any database failure means "unavailable"
-        return JsonResponse(
+        connection_drop_after_failure()
+        response = JsonResponse(
             {"status": "unavailable", "commit": settings.PAYPILOT_COMMIT, "database": type(exc).__name__},
             status=503,
         )
+        response["Retry-After"] = str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS)
+        return response
     return JsonResponse({"status": "ok", "commit": settings.PAYPILOT_COMMIT, "database": "ok"})
+
+
+def database_unavailable_response() -> JsonResponse:
+    response = JsonResponse(
+        error_body(REASON_DATABASE_UNAVAILABLE, "the database is unavailable; retry later"), status=503
+    )
+    response["Retry-After"] = str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS)
+    return response
+
+
+def server_error(request: HttpRequest) -> JsonResponse:
+    """handler500: a generic JSON body (never a traceback), and a JSON 503 with Retry-After
+    when the fault is the database being unreachable, so providers and clients retry.
+    Django calls this inside its `except` block, so `sys.exc_info()` is the fault; Django
+    has already logged it on `django.request` with the traceback."""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, OperationalError | InterfaceError):
+        connection_drop_after_failure()
+        return database_unavailable_response()
+    return JsonResponse(
+        error_body(REASON_SERVER_ERROR, "internal error",
+                   request_id=getattr(request, "request_id", "")), status=500
+    )
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> JsonResponse:
+    """handler400: Django's own 400s (RequestDataTooBig, too many fields, a disallowed host)
+    as JSON; an oversized body is a 413."""
+    if isinstance(exception, RequestDataTooBig):
+        return JsonResponse(error_body(REASON_BODY_TOO_LARGE, "the body is too large"), status=413)
+    if isinstance(exception, TooManyFieldsSent):
+        return JsonResponse(error_body(REASON_INVALID_BODY, "too many fields"), status=400)
+    return JsonResponse(error_body("bad_request", "the request was refused"), status=400)
 
 
 class TokenOutput(serializers.ModelSerializer):

@@ -82,10 +82,11 @@ def test_exactly_4096_bytes_is_read(client):  # type: ignore[no-untyped-def]
     assert post(client, raw).status_code == 200
 
 
-@pytest.mark.parametrize("raw", [b"not json", b"[1, 2]", b"\xff\xfe", b""])
-def test_not_a_json_object_is_400(client, raw):  # type: ignore[no-untyped-def]
-    refusal = _refusal(post(client, raw), 400, "invalid_body")
-    assert refusal.gate == "parse"
+@pytest.mark.parametrize(("raw", "code"), [(b"not json", "invalid_body"), (b"[1, 2]", "invalid_body"),
+                                         (b"\xff\xfe", "body_not_utf8"), (b"", "body_empty")])
+def test_not_a_json_object_is_400(client, raw, code):  # type: ignore[no-untyped-def]
+    refusal = _refusal(post(client, raw), 400, code)
+    assert refusal.gate == "parse" and refusal.reason == code
 
 
 @pytest.mark.parametrize(

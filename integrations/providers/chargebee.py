@@ -105,8 +105,8 @@ def verify(
     if not (ok_user & ok_password & ok_url):
         raise VerificationFailed("signature_mismatch")
     occurred = _occurred_at(body)
-    current = time.time() if now is None else now
-    if occurred is not None and occurred < current - MAX_EVENT_AGE_SECONDS:
+    current = int(time.time() if now is None else now)  # whole seconds: boundary inclusive
+    if occurred is not None and current - occurred > MAX_EVENT_AGE_SECONDS:
         raise VerificationFailed("timestamp_stale")
 
 

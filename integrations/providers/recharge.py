@@ -104,7 +104,7 @@ def verify(
         expected = hmac.new(secret, stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
         if not hmac.compare_digest(expected, given.lower()):
             raise VerificationFailed("signature_mismatch")
-        current = time.time() if now is None else now
+        current = int(time.time() if now is None else now)  # whole seconds: boundary inclusive
         if abs(current - int(stamp)) > REPLAY_WINDOW_SECONDS:
             raise VerificationFailed("timestamp_stale")
         return

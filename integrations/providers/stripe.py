@@ -30,10 +30,17 @@ from integrations.domain import (
     RetriesExhausted,
     SubscriptionCancelled,
 )
-from integrations.providers import Credentials, Envelope, PayloadInvalid, VerificationFailed, load_json
+from integrations.providers import (
+    Credentials,
+    Envelope,
+    PayloadInvalid,
+    VerificationFailed,
+    age_exceeds,
+    load_json,
+)
 
 NAME = "stripe"
-TOLERANCE_SECONDS = 300  # stripe.Webhook.DEFAULT_TOLERANCE; the check is one-sided (old only)
+TOLERANCE_SECONDS = 300  # stripe.Webhook.DEFAULT_TOLERANCE, inclusive; one-sided (old only)
 HEADERS = ("Stripe-Signature",)
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
@@ -80,7 +87,8 @@ def verify(
 ) -> None:
     """Check `Stripe-Signature` with the SDK's own `WebhookSignature.verify_header`.
 
-    Any `v1` entry may match (secret rotation); a timestamp older than 300 s is refused.
+    Any `v1` entry may match (secret rotation); a timestamp more than 300 whole seconds old
+    is refused (300 s is accepted).
     Raises VerificationFailed(reason) with signature_missing, signature_malformed,
     signature_mismatch or timestamp_stale.
     """
@@ -95,11 +103,14 @@ def verify(
     except UnicodeDecodeError as exc:
         raise VerificationFailed("body_not_utf8") from exc
     try:
-        WebhookSignature.verify_header(payload, header, credential.secret, tolerance=TOLERANCE_SECONDS)
+        # tolerance=None: the SDK then checks the signature only (its age check is below).
+        WebhookSignature.verify_header(payload, header, credential.secret, tolerance=None)
     except SignatureVerificationError as exc:
         raise VerificationFailed(_reason_for(str(exc))) from exc
-    # The SDK reads the clock itself; `now` only lets tests pin the stale check further.
-    if now is not None and timestamp < now - TOLERANCE_SECONDS:
+    # The SDK's own check, `timestamp < time.time() - tolerance` on a float clock, refuses a
+    # stamp 300 s old part-way through that second (and 299 s when the request was slow).
+    # The age is counted in whole seconds so the boundary is inclusive: 300 s in, 301 s out.
+    if age_exceeds(timestamp=timestamp, now=now, limit=TOLERANCE_SECONDS):
         raise VerificationFailed("timestamp_stale")
 
 

@@ -189,7 +189,10 @@ def _reject(tenant: Tenant, provider: str, reason: str, *, status: int = 400, no
         REASON_SECRET_UNREADABLE: "the stored webhook secret cannot be read",
         REASON_PAYLOAD_INVALID: "the body is not a webhook payload of this provider",
     }.get(reason, "the delivery could not be verified")
-    return _refused(status, reason, detail)
+    receipt = _refused(status, reason, detail)
+    if note:  # e.g. json_too_deep: which check refused the body, never its content
+        receipt.body["reason"] = note
+    return receipt
 
 
 def enqueue_processing(event_id: int) -> None:

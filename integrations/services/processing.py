@@ -40,7 +40,7 @@ from integrations.domain import (
     SubscriptionCancelled,
 )
 from integrations.models import ProviderCredential, WebhookEvent
-from integrations.providers import Credentials, adapter, load_json
+from integrations.providers import Credentials, adapter, currency_checked, load_json
 from ledger.models import Invoice
 from ledger.services import (
     CustomerInput,
@@ -273,7 +273,7 @@ def _translate(event: WebhookEvent, credentials: dict[str, ProviderCredential | 
         payload = enrich(payload=payload, event_type=event.event_type,
                          api_key=secret_decrypt(credential.api_key_encrypted),
                          fetch=stripe_api.invoice_payment_error)
-    return event, module.translate(payload=payload, event_type=event.event_type, context=context)
+    return event, currency_checked(module.translate(payload=payload, event_type=event.event_type, context=context))
 
 
 def _superseded(event: WebhookEvent) -> bool:
