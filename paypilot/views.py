@@ -1,10 +1,12 @@
-"""Core HTTP endpoints: health and the tenant's own token metadata."""
+"""Core HTTP endpoints: the landing page, health and the tenant's own token metadata."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
 from drf_spectacular.utils import extend_schema
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from rest_framework import serializers
@@ -15,20 +17,36 @@ from rest_framework.views import APIView
 from paypilot.auth import authorize, tenant_object_or_404
 from paypilot.metrics import REGISTRY
 from paypilot.models import ApiToken
+from paypilot.workers import WORKERS_OK, workers_status
+
+
+@require_safe
+def landing(request: HttpRequest) -> HttpResponse:
+    """What this service is and where to go next: no data, no login, nothing from a CDN."""
+    return render(request, "paypilot/landing.html", {"commit": settings.PAYPILOT_COMMIT})
 
 
 def health(request: HttpRequest) -> JsonResponse:
-    """Liveness plus a real database round trip; on failure only the error class is shown."""
+    """Liveness, a real database round trip and the workers' state; on a database failure
+    only the error class is shown. 503 when the database is unreachable, and when the
+    workers are not ok under PAYPILOT_HEALTH_REQUIRE_WORKERS."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
     except Exception as exc:  # noqa: BLE001 - any database failure means "unavailable"
         return JsonResponse(
-            {"status": "unavailable", "commit": settings.PAYPILOT_COMMIT, "database": type(exc).__name__},
+            {"status": "unavailable", "commit": settings.PAYPILOT_COMMIT, "database": type(exc).__name__,
+             "workers": "unknown"},
             status=503,
         )
-    return JsonResponse({"status": "ok", "commit": settings.PAYPILOT_COMMIT, "database": "ok"})
+    workers = workers_status().state
+    healthy = workers == WORKERS_OK or not settings.PAYPILOT_HEALTH_REQUIRE_WORKERS
+    return JsonResponse(
+        {"status": "ok" if healthy else "degraded", "commit": settings.PAYPILOT_COMMIT, "database": "ok",
+         "workers": workers},
+        status=200 if healthy else 503,
+    )
 
 
 class TokenOutput(serializers.ModelSerializer):
