@@ -220,6 +220,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"ReportedOutcomeEnum": ["paid", "not_paid"],
+                            "LatestOutcomeEnum": ["paid", "not_paid", "unknown"]},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "paypilot.schema.error_responses"],
 }
 
 # Rate limits: requests per window, per bearer token and per client IP.

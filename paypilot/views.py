@@ -7,7 +7,7 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -59,8 +59,13 @@ class TokenListOutput(serializers.Serializer):
     tokens = TokenOutput(many=True)
 
 
+_TOKEN_EXAMPLE = {"prefix": "6cbe790fe2", "role": "integrator", "label": "billing sync",
+                  "created_at": "2026-11-30T10:00:00Z", "last_used_at": "2026-12-01T08:59:12Z", "revoked_at": None}
+
+
 class TokenListApi(APIView):
-    @extend_schema(operation_id="tokens_list", responses={200: TokenListOutput})
+    @extend_schema(operation_id="tokens_list", responses={200: TokenListOutput},
+                   examples=[OpenApiExample("one token", response_only=True, value={"tokens": [_TOKEN_EXAMPLE]})])
     def get(self, request: Request) -> Response:
         principal = authorize(request, permission="tokens.read")
         tokens = ApiToken.objects.filter(tenant=principal.tenant).order_by("-created_at")[:200]
@@ -68,7 +73,8 @@ class TokenListApi(APIView):
 
 
 class TokenDetailApi(APIView):
-    @extend_schema(operation_id="tokens_detail", responses={200: TokenOutput})
+    @extend_schema(operation_id="tokens_detail", responses={200: TokenOutput},
+                   examples=[OpenApiExample("a token", response_only=True, value=_TOKEN_EXAMPLE)])
     def get(self, request: Request, prefix: str) -> Response:
         principal = authorize(request, permission="tokens.read")
         token = tenant_object_or_404(ApiToken.objects.all(), principal=principal, request=request, prefix=prefix)
@@ -78,7 +84,10 @@ class TokenDetailApi(APIView):
 class MetricsApi(APIView):
     """Prometheus text format, for tenant and platform admins."""
 
-    @extend_schema(operation_id="metrics", responses={(200, "text/plain"): str})
+    @extend_schema(operation_id="metrics", responses={(200, "text/plain"): str},
+                   examples=[OpenApiExample("a few lines", response_only=True, media_type="text/plain",
+                                            value='paypilot_workers_state{state="ok"} 1.0\n'
+                                                  'paypilot_invoices{state="failed"} 12.0\n')])
     def get(self, request: Request) -> HttpResponse:
         authorize(request, permission="metrics.read")
         return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
