@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 from django.db import DatabaseError
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
@@ -17,6 +17,17 @@ from rest_framework.views import APIView
 
 from decisions import rules, selectors, services, validation
 from decisions.models import DecisionRecord
+from decisions.schemas import (
+    DECIDE_EXAMPLES,
+    DECISION,
+    DECISION_HISTORY,
+    DECISION_RESPONSE_EXAMPLES,
+    HISTORY_EXAMPLES,
+    OUTCOME,
+    OUTCOME_EXAMPLES,
+    OUTCOME_SUMMARY,
+    SUMMARY_EXAMPLES,
+)
 from decisions.validation import BodyRefused
 from paypilot.api import ApiError
 from paypilot.auth import Principal, authorize, tenant_object_or_404
@@ -88,9 +99,8 @@ class DecideApi(APIView):
     @extend_schema(
         operation_id="decide",
         request=_DECIDE_IN,
-        responses={200: dict, 400: _ERROR, 413: _ERROR, 422: _ERROR, 503: _ERROR},
-        examples=[OpenApiExample("card expired", request_only=True,
-                                 value={"invoice_id": "in_1001", "failure_code": "card_expired"})],
+        responses={200: DECISION, 400: _ERROR, 413: _ERROR, 422: _ERROR, 503: _ERROR},
+        examples=DECIDE_EXAMPLES + DECISION_RESPONSE_EXAMPLES,
         description="Decide from the rules table and record the decision before answering.",
     )
     def post(self, request: Request) -> HttpResponse:
@@ -119,7 +129,8 @@ class DecideApi(APIView):
 
 
 class DecisionListApi(APIView):
-    @extend_schema(operation_id="decisions_list", responses={200: dict, 404: _ERROR})
+    @extend_schema(operation_id="decisions_list", responses={200: DECISION_HISTORY, 404: _ERROR},
+                   examples=HISTORY_EXAMPLES)
     def get(self, request: Request, invoice_id: str) -> Response:
         principal = authorize(request, permission="decisions.read")
         records = []
@@ -139,8 +150,8 @@ class DecisionListApi(APIView):
 class OutcomeReportApi(APIView):
     parser_classes = [_RawBodyParser]
 
-    @extend_schema(operation_id="decisions_outcome_report", request=_OUTCOME_IN,
-                   responses={200: dict, 201: dict, 404: _ERROR, 422: _ERROR})
+    @extend_schema(operation_id="decisions_outcome_report", request=_OUTCOME_IN, examples=OUTCOME_EXAMPLES,
+                   responses={200: OUTCOME, 201: OUTCOME, 404: _ERROR, 422: _ERROR})
     def post(self, request: Request, invoice_id: str) -> Response:
         principal = authorize(request, permission="decisions.report_outcome")
         if not (validation.INVOICE_ID_RE.fullmatch(invoice_id)
@@ -167,7 +178,8 @@ class OutcomeReportApi(APIView):
 
 
 class OutcomeSummaryApi(APIView):
-    @extend_schema(operation_id="decisions_outcome_summary", responses={200: dict})
+    @extend_schema(operation_id="decisions_outcome_summary", responses={200: OUTCOME_SUMMARY},
+                   examples=SUMMARY_EXAMPLES)
     def get(self, request: Request) -> Response:
         principal = authorize(request, permission="decisions.read")
         return Response({"tenant": principal.tenant.slug, **selectors.outcome_summary(tenant=principal.tenant)})

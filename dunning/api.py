@@ -18,6 +18,15 @@ from rest_framework.views import APIView
 from dunning import validation
 from dunning.idempotency import idempotent_call
 from dunning.portfolio import aggregate, portfolio_impact
+from dunning.schemas import (
+    BATCH_EXAMPLES,
+    PAYMENT_FAILED_EXAMPLES,
+    PORTFOLIO,
+    PORTFOLIO_EXAMPLES,
+    RECOVERY_PLAN,
+    RECOVERY_PLANS,
+    VALIDATION_ERROR,
+)
 from dunning.selectors import customer_rows_by_id
 from dunning.services import run_recovery
 from paypilot.auth import authorize
@@ -69,7 +78,7 @@ def _recover(principal_tenant: Any, event: validation.RecoveryInput) -> tuple[in
 
 class PaymentFailedApi(_JsonApiView):
     @extend_schema(operation_id="payment_failed", request=_EVENT, parameters=[_IDEMPOTENCY],
-                   responses={200: dict, 422: dict})
+                   responses={200: RECOVERY_PLAN, 422: VALIDATION_ERROR}, examples=PAYMENT_FAILED_EXAMPLES)
     def post(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="payment_failed")
         key = validation.idempotency_key(request.headers.get("Idempotency-Key"))
@@ -80,7 +89,7 @@ class PaymentFailedApi(_JsonApiView):
 
 class PaymentFailedBatchApi(_JsonApiView):
     @extend_schema(operation_id="payment_failed_batch", request=_BATCH, parameters=[_IDEMPOTENCY],
-                   responses={200: dict, 422: dict})
+                   responses={200: RECOVERY_PLANS, 422: VALIDATION_ERROR}, examples=BATCH_EXAMPLES)
     def post(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="payment_failed")
         key = validation.idempotency_key(request.headers.get("Idempotency-Key"))
@@ -101,7 +110,7 @@ class PaymentFailedBatchApi(_JsonApiView):
 
 
 class PortfolioImpactApi(_JsonApiView):
-    @extend_schema(operation_id="portfolio_impact", responses={200: dict})
+    @extend_schema(operation_id="portfolio_impact", responses={200: PORTFOLIO}, examples=PORTFOLIO_EXAMPLES)
     def get(self, request: Request) -> Response:
         principal = authorize(request, permission="report.read")
         return Response(portfolio_impact(tenant=principal.tenant))

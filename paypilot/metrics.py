@@ -11,6 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from paypilot.workers import WORKERS_NONE, WORKERS_OK, WORKERS_STALE, workers_status
+
 # auto_describe off: describing would query the database at import time.
 REGISTRY = CollectorRegistry(auto_describe=False)
 
@@ -47,3 +49,23 @@ class DatabaseStateCollector(Collector):
 
 
 REGISTRY.register(DatabaseStateCollector())
+
+
+class WorkersCollector(Collector):
+    """The task queue's health as /health sees it, so an alert can fire on a stale queue."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        status = workers_status()
+        state = GaugeMetricFamily("paypilot_workers_state", "1 for the workers' current state", labels=["state"])
+        for name in (WORKERS_OK, WORKERS_STALE, WORKERS_NONE):
+            state.add_metric([name], 1 if status.state == name else 0)
+        yield state
+        yield GaugeMetricFamily("paypilot_worker_clusters", "django-q2 clusters with a current heartbeat",
+                                value=status.clusters)
+        if status.oldest_due_seconds is not None:
+            yield GaugeMetricFamily("paypilot_queue_oldest_due_seconds",
+                                    "Age of the oldest due task still waiting (ORM broker)",
+                                    value=status.oldest_due_seconds)
+
+
+REGISTRY.register(WorkersCollector())

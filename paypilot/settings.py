@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc served from installed assets, never a CDN
     "django_q",
     "anymail",
     "paypilot",
@@ -74,7 +75,7 @@ WSGI_APPLICATION = "paypilot.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "paypilot" / "templates"],  # first, so the admin overrides win
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -140,6 +141,18 @@ if REDIS_URL:
 else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["broker_class"] = "paypilot.queue.OrmBroker"  # fewer round trips per task
+# The cluster's heartbeat (django-q2 stats) lives in a cache every web process can read:
+# Redis when there is one, else files on this machine (the embedded single-host set-up).
+CACHES["workers"] = (
+    {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL} if REDIS_URL else
+    {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+     "LOCATION": str(env.path("PAYPILOT_WORKER_STATS_DIR", default=BASE_DIR / "var" / "worker-stats"))}
+)
+Q_CLUSTER["cache"] = "workers"
+# /health says "stale" once a due task has waited this long with a cluster running; with
+# PAYPILOT_HEALTH_REQUIRE_WORKERS on, /health answers 503 unless the workers are "ok".
+PAYPILOT_WORKERS_STALE_SECONDS = env.int("PAYPILOT_WORKERS_STALE_SECONDS", default=60)
+PAYPILOT_HEALTH_REQUIRE_WORKERS = env.bool("PAYPILOT_HEALTH_REQUIRE_WORKERS", default=False)
 if int(Q_CLUSTER["retry"]) <= int(Q_CLUSTER["timeout"]):  # type: ignore[call-overload]
     raise ImproperlyConfigured("Q_CLUSTER retry must be greater than timeout")
 
@@ -171,7 +184,6 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("DJANGO_STATIC_ROOT", default=BASE_DIR / "var" / "static")
-STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # --- logging: one JSON line per request on the paypilot.access logger ---------------------
 LOG_LEVEL = env.str("PAYPILOT_LOG_LEVEL", default="INFO")
@@ -214,6 +226,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Failed-payment recovery: decisions, recovery plans, reports.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"ReportedOutcomeEnum": ["paid", "not_paid"],
+                            "LatestOutcomeEnum": ["paid", "not_paid", "unknown"]},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "paypilot.schema.error_responses"],
 }
 
 # Input limits (paypilot.jsonlimits): a declared body past PAYPILOT_MAX_BODY_BYTES gets a JSON

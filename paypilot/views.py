@@ -1,4 +1,4 @@
-"""Core HTTP endpoints: health and the tenant's own token metadata."""
+"""Core HTTP endpoints: the landing page, health and the tenant's own token metadata."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from drf_spectacular.utils import extend_schema
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -22,6 +24,14 @@ from paypilot.db import connection_drop_after_failure
 from paypilot.jsonlimits import REASON_BODY_TOO_LARGE, REASON_INVALID_BODY
 from paypilot.metrics import REGISTRY
 from paypilot.models import ApiToken
+from paypilot.workers import WORKERS_OK, workers_status
+
+
+@require_safe
+def landing(request: HttpRequest) -> HttpResponse:
+    """What this service is and where to go next: no data, no login, nothing from a CDN."""
+    return render(request, "paypilot/landing.html", {"commit": settings.PAYPILOT_COMMIT})
+
 
 REASON_DATABASE_UNAVAILABLE = "database_unavailable"  # 503: unreachable, locked or read-only
 REASON_SERVER_ERROR = "server_error"  # 500: an unexpected fault, logged with the request id
@@ -50,19 +60,27 @@ def _write_probe() -> None:
 
 
 def health(request: HttpRequest) -> JsonResponse:
-    """Liveness plus a real database round trip and a write probe; on failure only the error
-    class is shown."""
+    """Liveness, a real database round trip with a write probe, and the workers' state; on a
+    database failure only the error class is shown. 503 when the database is unreachable or
+    cannot take writes, and when the workers are not ok under PAYPILOT_HEALTH_REQUIRE_WORKERS."""
     try:
         _write_probe()
     except Exception as exc:  # noqa: BLE001 - any database failure means "unavailable"
         connection_drop_after_failure()
         response = JsonResponse(
-            {"status": "unavailable", "commit": settings.PAYPILOT_COMMIT, "database": type(exc).__name__},
+            {"status": "unavailable", "commit": settings.PAYPILOT_COMMIT, "database": type(exc).__name__,
+             "workers": "unknown"},
             status=503,
         )
         response["Retry-After"] = str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS)
         return response
-    return JsonResponse({"status": "ok", "commit": settings.PAYPILOT_COMMIT, "database": "ok"})
+    workers = workers_status().state
+    healthy = workers == WORKERS_OK or not settings.PAYPILOT_HEALTH_REQUIRE_WORKERS
+    return JsonResponse(
+        {"status": "ok" if healthy else "degraded", "commit": settings.PAYPILOT_COMMIT, "database": "ok",
+         "workers": workers},
+        status=200 if healthy else 503,
+    )
 
 
 def database_unavailable_response() -> JsonResponse:
@@ -108,8 +126,13 @@ class TokenListOutput(serializers.Serializer):
     tokens = TokenOutput(many=True)
 
 
+_TOKEN_EXAMPLE = {"prefix": "6cbe790fe2", "role": "integrator", "label": "billing sync",
+                  "created_at": "2026-11-30T10:00:00Z", "last_used_at": "2026-12-01T08:59:12Z", "revoked_at": None}
+
+
 class TokenListApi(APIView):
-    @extend_schema(operation_id="tokens_list", responses={200: TokenListOutput})
+    @extend_schema(operation_id="tokens_list", responses={200: TokenListOutput},
+                   examples=[OpenApiExample("one token", response_only=True, value={"tokens": [_TOKEN_EXAMPLE]})])
     def get(self, request: Request) -> Response:
         principal = authorize(request, permission="tokens.read")
         tokens = ApiToken.objects.filter(tenant=principal.tenant).order_by("-created_at")[:200]
@@ -117,7 +140,8 @@ class TokenListApi(APIView):
 
 
 class TokenDetailApi(APIView):
-    @extend_schema(operation_id="tokens_detail", responses={200: TokenOutput})
+    @extend_schema(operation_id="tokens_detail", responses={200: TokenOutput},
+                   examples=[OpenApiExample("a token", response_only=True, value=_TOKEN_EXAMPLE)])
     def get(self, request: Request, prefix: str) -> Response:
         principal = authorize(request, permission="tokens.read")
         token = tenant_object_or_404(ApiToken.objects.all(), principal=principal, request=request, prefix=prefix)
@@ -127,7 +151,10 @@ class TokenDetailApi(APIView):
 class MetricsApi(APIView):
     """Prometheus text format, for tenant and platform admins."""
 
-    @extend_schema(operation_id="metrics", responses={(200, "text/plain"): str})
+    @extend_schema(operation_id="metrics", responses={(200, "text/plain"): str},
+                   examples=[OpenApiExample("a few lines", response_only=True, media_type="text/plain",
+                                            value='paypilot_workers_state{state="ok"} 1.0\n'
+                                                  'paypilot_invoices{state="failed"} 12.0\n')])
     def get(self, request: Request) -> HttpResponse:
         authorize(request, permission="metrics.read")
         return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
