@@ -44,6 +44,12 @@ _DECIDE_IN = inline_serializer("DecideInput", {
     "failure_code": serializers.RegexField(r"^[a-z0-9_]{1,64}$"),
     "attempt": serializers.IntegerField(min_value=1, max_value=50, default=1),
     "prior_failures": serializers.IntegerField(min_value=0, max_value=50, default=0),
+    "card_brand": serializers.RegexField(r"^[A-Za-z_ ]{1,32}$", required=False, allow_null=True,
+                                         help_text="visa, mastercard, amex, ... when known"),
+    "network_advice_code": serializers.RegexField(r"^[A-Za-z0-9]{1,4}$", required=False, allow_null=True,
+                                                  help_text="the network's advice, e.g. Mastercard MAC 03"),
+    "network_decline_code": serializers.RegexField(r"^[A-Za-z0-9]{1,4}$", required=False, allow_null=True,
+                                                   help_text="the network's decline code, e.g. Visa 05"),
 })
 _OUTCOME_IN = inline_serializer("OutcomeInput", {
     "outcome": serializers.ChoiceField(choices=list(validation.REPORTABLE_OUTCOMES)),
@@ -112,7 +118,9 @@ class DecideApi(APIView):
         except BodyRefused as refused:
             raise _refuse(principal, refused) from None
         decision = rules.decide(failure_code=clean.failure_code, attempt=clean.attempt,
-                                prior_failures=clean.prior_failures)
+                                prior_failures=clean.prior_failures, card_brand=clean.card_brand,
+                                network_advice_code=clean.network_advice_code,
+                                network_decline_code=clean.network_decline_code)
         try:
             record = services.decision_record(tenant=principal.tenant, invoice_ref=clean.invoice_id,
                                               decision=decision, source="api")

@@ -31,7 +31,9 @@ def test_decision_answer_shape_and_audit_row(client, tenant):  # type: ignore[no
     body = response.json()
     assert body["invoice_id"] == "in_1001"
     assert body["rule_fired"] == "insufficient_funds" and body["matched"] is True
-    assert body["input"] == {"failure_code": "insufficient_funds", "attempt": 3, "prior_failures": 0}
+    assert body["input"] == {"failure_code": "insufficient_funds", "attempt": 3, "prior_failures": 0,
+                             "card_brand": None, "network_advice_code": None, "network_decline_code": None}
+    assert body["network_rules"] == []
     assert body["churn_risk"] == "high"
     assert body["strategy"]["action"] == "wait_and_retry"
     assert body["strategy"]["retry_in_days"] == 2 and body["strategy"]["escalated"] is True
