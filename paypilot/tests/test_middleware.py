@@ -6,20 +6,20 @@ import json
 import logging
 
 import pytest
-from django.core.cache import cache
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from paypilot.ratelimit import counters_clear
 from paypilot.services import token_issue
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    cache.clear()
+def _fresh_counters():
+    counters_clear()
     yield
-    cache.clear()
+    counters_clear()
 
 
 def test_sane_request_id_is_kept_and_insane_one_replaced(client):
