@@ -142,11 +142,18 @@ def webhook_receive(
         return _failure_limited(client, None) or _refused(404, REASON_TENANT_NOT_FOUND, "no such tenant")
     if tenant.status == Tenant.Status.DEACTIVATED:
         return _refused(410, REASON_TENANT_DEACTIVATED, "this tenant is closed and accepts no more webhooks")
+    failure = _verification_failure(module, tenant, credential, body=body, headers=headers, url_key=url_key)
+    if failure is not None:
+        # Counted before any transaction opens: past the limit nothing reaches the database.
+        limited = _failure_limited(client, tenant)
+        if limited is not None:
+            return limited
     # Row-level security: the tenant is bound by the audit row's path or by the event
     # insert itself, and stays bound to the end of the request's one transaction.
     with _one_transaction():
-        return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key,
-                        client=client)
+        if failure is not None:
+            return _reject(tenant, module.NAME, failure)
+        return _store(module, tenant, body=body, headers=headers)
 
 
 def _failure_limited(client: str, tenant: Tenant | None) -> Receipt | None:
@@ -170,21 +177,28 @@ def _failure_limited(client: str, tenant: Tenant | None) -> Receipt | None:
     return limited
 
 
-def _receive(
+def _verification_failure(
     module: ModuleType, tenant: Tenant, credential: Credentials | None, *,
-    body: bytes, headers: Mapping[str, str], url_key: str, client: str,
-) -> Receipt:
-    provider = module.NAME
+    body: bytes, headers: Mapping[str, str], url_key: str,
+) -> str | None:
+    """The reason the delivery fails verification, or None. Raw bytes only, no database."""
     creds = credential or Credentials()
     if not creds.secret:
         if not (settings.PAYPILOT_ALLOW_UNSIGNED_WEBHOOKS and tenant.slug == settings.PAYPILOT_DEMO_TENANT):
-            return _failure_limited(client, tenant) or _reject(tenant, provider, REASON_SECRET_NOT_CONFIGURED)
-        logger.warning("unsigned %s webhook accepted for demo tenant %s", provider, tenant.slug)
-    else:
-        try:
-            module.verify(body=body, headers=headers, credential=creds, url_key=url_key, now=time.time())
-        except VerificationFailed as exc:
-            return _failure_limited(client, tenant) or _reject(tenant, provider, exc.reason)
+            return REASON_SECRET_NOT_CONFIGURED
+        logger.warning("unsigned %s webhook accepted for demo tenant %s", module.NAME, tenant.slug)
+        return None
+    try:
+        module.verify(body=body, headers=headers, credential=creds, url_key=url_key, now=time.time())
+    except VerificationFailed as exc:
+        return exc.reason
+    return None
+
+
+def _store(module: ModuleType, tenant: Tenant, *, body: bytes, headers: Mapping[str, str]) -> Receipt:
+    """Parse the verified delivery, insert it and enqueue its processing (or answer the
+    duplicate), inside the request's one transaction."""
+    provider = module.NAME
     try:
         env = module.envelope(body=body, headers=headers)
     except PayloadInvalid as exc:
