@@ -6,15 +6,15 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from paypilot.auth import authorize, tenant_object_or_404
-from paypilot.metrics import REGISTRY
-from paypilot.models import ApiToken
+from paypilot.metrics import metrics_text
+from paypilot.models import ApiToken, Role
 
 
 def health(request: HttpRequest) -> JsonResponse:
@@ -58,9 +58,11 @@ class TokenDetailApi(APIView):
 
 
 class MetricsApi(APIView):
-    """Prometheus text format, for tenant and platform admins."""
+    """Prometheus text format: a platform admin sees every figure, a tenant admin only the
+    database gauges of their own tenant (paypilot.metrics)."""
 
     @extend_schema(operation_id="metrics", responses={(200, "text/plain"): str})
     def get(self, request: Request) -> HttpResponse:
-        authorize(request, permission="metrics.read")
-        return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+        principal = authorize(request, permission="metrics.read")
+        tenant_id = None if principal.role == Role.PLATFORM_ADMIN else principal.tenant.pk
+        return HttpResponse(metrics_text(tenant_id=tenant_id), content_type=CONTENT_TYPE_LATEST)

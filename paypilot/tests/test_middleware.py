@@ -87,7 +87,7 @@ def test_metrics_requires_admin_and_counts_requests(client, tenant, api_client_f
     client.get("/health")
     assert api_client_for(tenant, "viewer").get("/metrics").status_code == 403
     assert APIClient().get("/metrics").status_code == 401
-    response = api_client_for(tenant, "tenant_admin").get("/metrics")
+    response = api_client_for(tenant, "platform_admin").get("/metrics")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     text = response.content.decode()
