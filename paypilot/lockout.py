@@ -17,7 +17,7 @@ import time
 from django.conf import settings
 
 from paypilot.auth import client_prefix
-from paypilot.ratelimit import counter_hit, counter_peek, counter_reset
+from paypilot.ratelimit import client_key, counter_hit, counter_peek, counter_reset
 from paypilot.services import audit_record, pii_hash
 
 LOCKED_ACCOUNT = "account_locked"  # too many failures for this user name
@@ -28,7 +28,7 @@ def _keys(username: str, client: str) -> list[tuple[str, str, int]]:
     # casefold: "Admin" and "admin" are one account to an attacker guessing passwords.
     return [
         (LOCKED_ACCOUNT, f"login:acct:{username.casefold()}", settings.PAYPILOT_LOGIN_FAILURES_PER_ACCOUNT),
-        (LOCKED_ADDRESS, f"login:ip:{client}", settings.PAYPILOT_LOGIN_FAILURES_PER_IP),
+        (LOCKED_ADDRESS, f"login:ip:{client_key(client)}", settings.PAYPILOT_LOGIN_FAILURES_PER_IP),
     ]
 
 

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from paypilot.auth import client_prefix
 from paypilot.metrics import LATENCY, REQUESTS
-from paypilot.ratelimit import client_address, counter_hit
+from paypilot.ratelimit import client_address, client_key, counter_hit
 
 access_log = logging.getLogger("paypilot.access")
 
@@ -93,7 +93,7 @@ class RateLimitMiddleware:
             header = request.META.get("HTTP_AUTHORIZATION", "")
             checks = []
             if not _WEBHOOK_PATH.match(path):
-                checks.append(("ip", client_address(request), settings.PAYPILOT_RATE_LIMIT_PER_IP))
+                checks.append(("ip", client_key(client_address(request)), settings.PAYPILOT_RATE_LIMIT_PER_IP))
             if header.startswith("Bearer pp_") and header.count("_") >= 2:
                 checks.append(("tok", header.split("_", 2)[1], settings.PAYPILOT_RATE_LIMIT_PER_TOKEN))
             for kind, ident, limit in checks:

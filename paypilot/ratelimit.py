@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import logging
 import os
 import shutil
 import time
@@ -26,6 +27,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+
+logger = logging.getLogger("paypilot.ratelimit")
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -42,19 +45,33 @@ def _bucket(window: int, now: float) -> tuple[int, int]:
 
 
 def counter_hit(key: str, *, window: int, now: float | None = None) -> Hit:
-    """Count one hit of `key` in the current `window`-second window."""
+    """Count one hit of `key` in the current `window`-second window.
+
+    Fails open: when the store cannot be written (Redis down, the directory full) the hit
+    counts as the first, and the error is logged, so a broken counter store never takes
+    the service down with it."""
     now = time.time() if now is None else now
     bucket, retry_after = _bucket(window, now)
-    if settings.REDIS_URL:
-        name = f"rl:{key}:{window}:{bucket}"
-        if cache.add(name, 1, timeout=window + 1):
-            return Hit(1, retry_after)
-        try:
-            return Hit(int(cache.incr(name)), retry_after)
-        except ValueError:  # expired between add and incr
-            cache.add(name, 1, timeout=window + 1)
-            return Hit(1, retry_after)
-    path = _file(key, window, bucket)
+    try:
+        if settings.REDIS_URL:
+            return Hit(_redis_hit(f"rl:{key}:{window}:{bucket}", window), retry_after)
+        return Hit(_file_hit(_file(key, window, bucket), window, bucket), retry_after)
+    except Exception as exc:  # noqa: BLE001 - any store failure: count nothing, say so
+        logger.error("rate-limit counter store failed (%s); not limiting", type(exc).__name__)
+        return Hit(1, retry_after)
+
+
+def _redis_hit(name: str, window: int) -> int:
+    if cache.add(name, 1, timeout=window + 1):
+        return 1
+    try:
+        return int(cache.incr(name))
+    except ValueError:  # expired between add and incr
+        cache.add(name, 1, timeout=window + 1)
+        return 1
+
+
+def _file_hit(path: Path, window: int, bucket: int) -> int:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except FileNotFoundError:  # first hit of a new window: make its directory, drop old ones
@@ -62,7 +79,7 @@ def counter_hit(key: str, *, window: int, now: float | None = None) -> Hit:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         os.write(fd, b".")
-        return Hit(os.fstat(fd).st_size, retry_after)
+        return os.fstat(fd).st_size
     finally:
         os.close(fd)
 
@@ -156,3 +173,16 @@ def client_address(request: Any) -> str:
         if not _trusted(hop, networks):
             return hop
     return hops[0] if hops else remote
+
+
+def client_key(address: str) -> str:
+    """The rate-limit key of a client address: the address itself for IPv4, its /64 for
+    IPv6 (one subscriber usually holds a whole /64, so per-address keys would give them
+    2**64 fresh allowances)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if ip.version == 6:
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)

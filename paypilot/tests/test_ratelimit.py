@@ -142,3 +142,24 @@ def test_redis_counters_when_redis_url_is_set():
         counter_reset("r", window=60, now=61.0)
         assert counter_peek("r", window=60, now=61.0).count == 0
         counters_clear()
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [("203.0.113.5", "203.0.113.5"), ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"),
+     ("2001:db8:1:2:ffff::9", "2001:db8:1:2::/64"), ("", "")],
+)
+def test_ipv6_clients_are_keyed_by_their_64(address, key):
+    from paypilot.ratelimit import client_key
+
+    assert client_key(address) == key
+
+
+def test_a_broken_store_fails_open_and_says_so(settings, tmp_path, caplog, client, db):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    settings.PAYPILOT_RATE_LIMIT_DIR = blocker / "counters"
+    settings.PAYPILOT_RATE_LIMIT_PER_IP = 1
+    assert [counter_hit("k", window=60).count for _ in range(3)] == [1, 1, 1]
+    assert "rate-limit counter store failed" in caplog.text
+    assert [client.get("/tokens").status_code for _ in range(3)] == [401, 401, 401]  # served, not 500
