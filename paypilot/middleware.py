@@ -92,7 +92,7 @@ class RateLimitMiddleware:
             window = settings.PAYPILOT_RATE_LIMIT_WINDOW_SECONDS
             header = request.META.get("HTTP_AUTHORIZATION", "")
             checks = []
-            if not _WEBHOOK_PATH.match(path):
+            if not _WEBHOOK_PATH.match(request.path_info):
                 checks.append(("ip", client_key(client_address(request)), settings.PAYPILOT_RATE_LIMIT_PER_IP))
             if header.startswith("Bearer pp_") and header.count("_") >= 2:
                 checks.append(("tok", header.split("_", 2)[1], settings.PAYPILOT_RATE_LIMIT_PER_TOKEN))
