@@ -11,6 +11,7 @@ recorded approval.
 
 from __future__ import annotations
 
+from dunning.llm import llm_drafting_enabled
 from dunning.services import DraftRequest
 from integrations import handoff
 from integrations.domain import PaymentFailed
@@ -54,9 +55,12 @@ def suspended_failures_draft(*, tenant: Tenant, actor: str) -> int:
         if isinstance(domain, PaymentFailed):
             by_invoice.setdefault((event.provider, domain.external_invoice_id), []).append((event, domain))
     keys = list(by_invoice)
+    # One invoice per transaction while model drafting is on: each draft waits on a network
+    # call, and a chunk would hold its locks (SQLite's write lock) through all of them.
+    size = 1 if llm_drafting_enabled() else RESUME_CHUNK
     opened = 0
-    for start in range(0, len(keys), RESUME_CHUNK):
-        chunk = {key: by_invoice[key] for key in keys[start:start + RESUME_CHUNK]}
+    for start in range(0, len(keys), size):
+        chunk = {key: by_invoice[key] for key in keys[start:start + size]}
         opened += _draft_chunk(tenant=tenant, actor=actor, chunk=chunk)
     return opened
 
