@@ -21,6 +21,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="browser tests save screenshots under docs/")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _rate_limit_counters(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Rate-limit and lockout counters (files, paypilot.ratelimit) in this run's own
+    directory, so parallel runs and earlier runs never share a count."""
+    from django.conf import settings
+
+    settings.PAYPILOT_RATE_LIMIT_DIR = tmp_path_factory.mktemp("ratelimit")
+
+
 @pytest.fixture
 def tenant(db) -> Tenant:  # type: ignore[no-untyped-def]
     return tenant_create(slug="acme", name="Acme Ltd")

@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,8 +22,8 @@ from paypilot.api import error_body
 from paypilot.auth import authorize, tenant_object_or_404
 from paypilot.db import connection_drop_after_failure
 from paypilot.jsonlimits import REASON_BODY_TOO_LARGE, REASON_INVALID_BODY
-from paypilot.metrics import REGISTRY
-from paypilot.models import ApiToken
+from paypilot.metrics import metrics_text
+from paypilot.models import ApiToken, Role
 from paypilot.workers import WORKERS_OK, workers_status
 
 
@@ -149,12 +149,14 @@ class TokenDetailApi(APIView):
 
 
 class MetricsApi(APIView):
-    """Prometheus text format, for tenant and platform admins."""
+    """Prometheus text format: a platform admin sees every figure, a tenant admin only the
+    database gauges of their own tenant (paypilot.metrics)."""
 
     @extend_schema(operation_id="metrics", responses={(200, "text/plain"): str},
                    examples=[OpenApiExample("a few lines", response_only=True, media_type="text/plain",
                                             value='paypilot_workers_state{state="ok"} 1.0\n'
                                                   'paypilot_invoices{state="failed"} 12.0\n')])
     def get(self, request: Request) -> HttpResponse:
-        authorize(request, permission="metrics.read")
-        return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+        principal = authorize(request, permission="metrics.read")
+        tenant_id = None if principal.role == Role.PLATFORM_ADMIN else principal.tenant.pk
+        return HttpResponse(metrics_text(tenant_id=tenant_id), content_type=CONTENT_TYPE_LATEST)

@@ -69,6 +69,13 @@ OUTCOME_ALREADY_PAID = "noop_already_paid"  # lost the race: paid before this fa
 OUTCOME_INVOICE_CLOSED = "noop_invoice_closed"  # lost the race: invoice already closed
 OUTCOME_OUT_OF_ORDER = "noop_out_of_order"  # a newer resource_version was applied already
 OUTCOME_NO_OPEN_INVOICE = "noop_no_open_invoice"  # cancellation with nothing open
+# The tenant was suspended (or closed) when the failure was applied: recorded in the
+# ledger, nothing drafted. `tenants resume --draft-open` looks for this outcome.
+OUTCOME_TENANT_INACTIVE = "recorded_tenant_inactive"
+# Drafted later, by `tenants resume --draft-open`, through the same hand-off.
+OUTCOME_DRAFTED_ON_RESUME = "draft_opened_on_resume"
+# Recorded while suspended, and the invoice closed (paid, churned...) before the resume.
+OUTCOME_CLOSED_BEFORE_RESUME = "noop_closed_before_resume"
 
 
 class ProcessingFailed(Exception):
@@ -338,7 +345,12 @@ def _on_payment_failed_many(run: list[Translated]) -> list[Result]:
             results.append(None)
             handoffs.append((index, DraftRequest(invoice=invoice, provider_retry_at=failed.retry_at,
                                                  provider_retry_source=event.provider)))
-    if handoffs:
+    if handoffs and not tenant.is_active:
+        # A suspended tenant keeps its ledger (so a later payment still closes the invoice)
+        # but gets no new dunning; the send gates refuse anything already approved.
+        for index, _ in handoffs:
+            results[index] = (Status.PROCESSED, OUTCOME_TENANT_INACTIVE)
+    elif handoffs:
         outcomes = handoff.recovery_start(tenant=tenant, requests=[request for _, request in handoffs])
         for (index, _), outcome in zip(handoffs, outcomes, strict=True):
             results[index] = (Status.PROCESSED, outcome)

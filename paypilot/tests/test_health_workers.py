@@ -85,7 +85,7 @@ def test_a_running_cluster_is_ok_a_waiting_task_is_stale_and_a_killed_one_is_non
 @pytest.mark.django_db
 def test_metrics_export_the_workers_state(api_client_for, tenant, stats_dir):
     OrmQ.objects.create(key="paypilot", payload="x", lock=timezone.now() - timedelta(seconds=30))
-    text = api_client_for(tenant, "tenant_admin").get("/metrics").content.decode()
+    text = api_client_for(tenant, "platform_admin").get("/metrics").content.decode()
     assert 'paypilot_workers_state{state="none"} 1.0' in text
     assert "paypilot_worker_clusters 0.0" in text
     oldest = [line for line in text.splitlines() if line.startswith("paypilot_queue_oldest_due_seconds ")]
