@@ -197,6 +197,7 @@ class LedgerInconsistency(models.Model):
 
     class Kind(models.TextChoices):
         CURRENCY_MISMATCH = "currency_mismatch"  # payment/refund currency differs from the invoice's
+        REFUND_EXCEEDS_RECOVERED = "refund_exceeds_recovered"  # refunds above the recovered amount: capped
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     invoice = models.ForeignKey(Invoice, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
