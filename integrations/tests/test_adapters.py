@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import filecmp
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -101,8 +102,11 @@ def test_stripe_pre_basil_shape():
 def test_stripe_other_types():
     assert isinstance(_translate_stripe("invoice_paid"), PaymentSucceeded)
     assert isinstance(_translate_stripe("invoice_payment_succeeded_legacy"), PaymentSucceeded)
-    assert _translate_stripe("customer_subscription_deleted") == SubscriptionCancelled("sub_1RAcmeScale")
-    assert _translate_stripe("invoice_marked_uncollectible") == RetriesExhausted("in_1RzQ4xAcmeRobotics")
+    # provider times: the subscription's ended_at (one second before the event), the event's created
+    assert _translate_stripe("customer_subscription_deleted") == SubscriptionCancelled(
+        "sub_1RAcmeScale", occurred_at=datetime.fromtimestamp(1781740000, tz=UTC))
+    assert _translate_stripe("invoice_marked_uncollectible") == RetriesExhausted(
+        "in_1RzQ4xAcmeRobotics", occurred_at=datetime.fromtimestamp(1782086400, tz=UTC))
     assert _translate_stripe("invoice_payment_action_required") == Ignored("unhandled_event_type")
 
 

@@ -26,7 +26,7 @@ def inconsistency_record(
         amount_minor=amount_minor, occurred_at=occurred_at,
     )
     audit_record(event="ledger.invoice.inconsistency", tenant=invoice.tenant, detail={
-        "invoice_id": invoice.pk, "inconsistency_id": row.pk, "kind": kind, "cause": cause,
+        "invoice_id": invoice.pk, "inconsistency": row.pk, "kind": kind, "cause": cause,
         "expected_currency": row.expected_currency, "received_currency": row.received_currency,
         "amount_minor": amount_minor,
     })

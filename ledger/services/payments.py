@@ -199,7 +199,8 @@ def _failed_at_lowered(tenant: Tenant, invoice: Invoice, failure: FailureInput, 
     if failure.occurred_at is None or failure.occurred_at >= invoice.failed_at:
         return False
     audits.append(audit_entry(event="ledger.invoice.failed_at_lowered", tenant=tenant, detail={
-        "invoice_id": invoice.pk, "from": invoice.failed_at.isoformat(), "to": failure.occurred_at.isoformat(),
+        "invoice_id": invoice.pk, "failed_at_from": invoice.failed_at.isoformat(),
+        "failed_at_to": failure.occurred_at.isoformat(),
     }))
     invoice.failed_at = failure.occurred_at
     return True
