@@ -67,6 +67,8 @@ def invoice_record_refund(
     given = amount_minor if amount_minor is not None else cumulative_minor
     if isinstance(given, bool) or not isinstance(given, int) or given < 0:
         raise ValueError("refund amounts must be non-negative integers in minor units")
+    if amount_minor == 0:
+        raise ValueError("a refund of nothing is not a refund: amount_minor must be positive")
     if not refund_ref or len(refund_ref) > 150:
         raise ValueError("refund_ref is required (at most 150 characters)")
     currency = currency_normalise(currency)
