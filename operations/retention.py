@@ -6,9 +6,9 @@ An invoice is closed when recovered, churned, exhausted or voided, and old when 
 Dependent rows are found the way `operations.records` finds them (every foreign key
 pointing at the invoice, transitively, plus the decision rows naming it by `invoice_ref`),
 so rows added by later apps go with their invoice: its refunds (PROTECT, deleted before it)
-and its ledger inconsistencies (which also hold the external invoice id) included. Raw payloads are the binary columns of
-tenant tables (today the webhook inbox's `body`); the event row itself stays, with its
-status and outcome, so duplicate detection keeps working.
+and its ledger inconsistencies (which also hold the external invoice id) included. Raw
+payloads are the binary columns of tenant tables (today the webhook inbox's `body`); the
+event row itself stays, with its status and outcome, so duplicate detection keeps working.
 
 Everything runs in one transaction under `append_only_override("retention_purge")` and ends
 with one platform audit event carrying the counts. Run it as the database owner.
