@@ -288,3 +288,18 @@ def test_a_refund_in_another_currency_is_refused(recovered, post_stripe):
     assert state().refunded_minor == 0
     assert outcome_of("evt_in_refund_0001") == "refused_currency_mismatch"
     assert LedgerInconsistency.objects.get().received_currency == "EUR"
+
+
+def test_a_malformed_refund_event_fails_alone_and_changes_nothing(recovered, post_stripe):
+    note = load_fixture("stripe", "credit_note_created")
+    note["data"]["object"]["invoice"] = None
+    assert post_stripe(note).status_code == 200  # acknowledged: the raw event is stored first
+    event = WebhookEvent.objects.get(event_type="credit_note.created")
+    assert event.status == "failed" and "invoice_missing" in event.error
+    assert state().refunded_minor == 0 and not InvoiceRefund.objects.exists()
+
+
+def test_a_bad_signature_on_a_refund_stores_nothing(recovered, post_stripe):
+    response = post_stripe(charge_refunded(1, cumulative=50000), secret="whsec_wrong")
+    assert (response.status_code, response.json()["error"]) == (400, "signature_mismatch")
+    assert not WebhookEvent.objects.filter(event_type="charge.refunded").exists()
