@@ -1,7 +1,7 @@
 """Ledger writes, one module per concern; import them from here.
 
 - `transitions`: the state table, the one locking transition service, invoice-key locks,
-  and the moves to churned, exhausted, messaged and clicked;
+  and the moves to churned, exhausted, voided, messaged and clicked;
 - `customers`: customer upserts (one or many) and admin edits;
 - `payments`: the invoice upsert from failed payments (one or many), recoveries on
   payment (provider times, currency checked) and paid-before-failure markers;

@@ -1,10 +1,11 @@
 """The one locking state-transition service, the invoice-key locks, and the moves that
-close or advance an invoice (churned, exhausted, messaged, clicked).
+close or advance an invoice (churned, exhausted, voided, messaged, clicked).
 
 Every real state move goes through `_move()` while the invoice row is locked
-(`select_for_update()`), appends an `InvoiceTransition` and an audit event in the same
-transaction. A same-state move is a silent no-op (a redelivered event); an illegal move
-raises `IllegalTransition` after an audit event has been committed for it.
+(`select_for_update()`), appends an `InvoiceTransition` (with the provider's event time in
+`occurred_at`) and an audit event in the same transaction. A same-state move is a silent
+no-op (a redelivered event); an illegal move raises `IllegalTransition` after an audit event
+has been committed for it.
 """
 
 from __future__ import annotations
