@@ -45,6 +45,9 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         "counts", "subject_hash", "tenant", "operation", "arm", "kind", "note_hash",
         "action", "slug", "status_from", "status_to", "refusal", "dry_run", "attempt",
         "amount_minor", "currency", "locale", "source", "edited", "approver", "approvals",
+        # ledger inputs (issue 12): refunds, inconsistencies, provider-time corrections
+        "refunded_minor", "recovered_minor", "expected_currency", "received_currency",
+        "inconsistency", "state", "failed_at_from", "failed_at_to",
     }
 )
 

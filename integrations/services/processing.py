@@ -34,7 +34,9 @@ from integrations.crypto import secret_decrypt
 from integrations.domain import (
     DomainEvent,
     Ignored,
+    InvoiceVoided,
     PaymentFailed,
+    PaymentRefunded,
     PaymentSucceeded,
     RetriesExhausted,
     SubscriptionCancelled,
@@ -51,6 +53,8 @@ from ledger.services import (
     invoice_mark_exhausted,
     invoice_record_failures,
     invoice_record_payment,
+    invoice_record_refund,
+    invoice_record_void,
 )
 from paypilot.models import Tenant
 from paypilot.tenancy import tenant_context, tenant_for_row
@@ -317,6 +321,7 @@ def _record_failures(tenant: Tenant, run: list[tuple[WebhookEvent, PaymentFailed
             attempt=failed.attempt, customer=customers.get(failed.provider_customer_id),
             subscription_id=failed.subscription_id, provider_customer_id=failed.provider_customer_id,
             hosted_invoice_url=failed.hosted_invoice_url, event_ref=_ref(event),
+            occurred_at=failed.occurred_at,
         )
         for event, failed in run
     ])
@@ -361,6 +366,7 @@ def _on_payment_succeeded(event: WebhookEvent, paid: PaymentSucceeded) -> Result
     result = invoice_record_payment(
         tenant=event.tenant, provider=event.provider, external_invoice_id=paid.external_invoice_id,
         amount_paid_minor=paid.amount_paid_minor, currency=paid.currency, event_ref=_ref(event),
+        occurred_at=paid.occurred_at,
     )
     return Status.PROCESSED, result.outcome
 
@@ -368,7 +374,7 @@ def _on_payment_succeeded(event: WebhookEvent, paid: PaymentSucceeded) -> Result
 def _on_subscription_cancelled(event: WebhookEvent, cancelled: SubscriptionCancelled) -> Result:
     moved = invoice_mark_churned(
         tenant=event.tenant, provider=event.provider, subscription_id=cancelled.subscription_id,
-        event_ref=_ref(event),
+        event_ref=_ref(event), occurred_at=cancelled.occurred_at,
     )
     return Status.PROCESSED, "churned" if moved else OUTCOME_NO_OPEN_INVOICE
 
@@ -383,8 +389,26 @@ def _on_retries_exhausted(event: WebhookEvent, exhausted: RetriesExhausted) -> R
     outcome = invoice_mark_exhausted(
         tenant=event.tenant, provider=event.provider,
         external_invoice_id=exhausted.external_invoice_id, event_ref=_ref(event),
+        occurred_at=exhausted.occurred_at,
     )
     return Status.PROCESSED, outcome if outcome == "exhausted" else f"noop_exhausted_{outcome}"
+
+
+def _on_invoice_voided(event: WebhookEvent, voided: InvoiceVoided) -> Result:
+    outcome = invoice_record_void(
+        tenant=event.tenant, provider=event.provider, external_invoice_id=voided.external_invoice_id,
+        event_ref=_ref(event), occurred_at=voided.occurred_at,
+    )
+    return Status.PROCESSED, outcome if outcome == "voided" else f"noop_voided_{outcome}"
+
+
+def _on_payment_refunded(event: WebhookEvent, refunded: PaymentRefunded) -> Result:
+    result = invoice_record_refund(
+        tenant=event.tenant, provider=event.provider, external_invoice_id=refunded.external_invoice_id,
+        refund_ref=refunded.refund_ref, currency=refunded.currency, amount_minor=refunded.amount_minor,
+        cumulative_minor=refunded.cumulative_minor, occurred_at=refunded.occurred_at, event_ref=_ref(event),
+    )
+    return Status.PROCESSED, result.outcome
 
 
 def _on_ignored(event: WebhookEvent, ignored: Ignored) -> Result:
@@ -396,6 +420,8 @@ HANDLERS: dict[type[DomainEvent], Callable[[WebhookEvent, Any], Result]] = {  # 
     PaymentSucceeded: _on_payment_succeeded,
     SubscriptionCancelled: _on_subscription_cancelled,
     RetriesExhausted: _on_retries_exhausted,
+    InvoiceVoided: _on_invoice_voided,
+    PaymentRefunded: _on_payment_refunded,
     Ignored: _on_ignored,
 }
 
