@@ -4,8 +4,11 @@ Order of work, and why:
 1. The gates run; the first refusal is stored as a `SuppressedSend` and nothing is sent.
 2. An `EmailSend` row is inserted and committed BEFORE the provider is called. Its unique
    constraint on the draft is what makes a send task that runs twice send once.
-3. The backend is called. A transient failure leaves the row `retrying` with a backoff;
-   a permanent one `failed`. Either way nothing went out.
+3. `handed_at` is committed (a compare-and-set on the claim), then the backend is called.
+   A worker that dies before this leaves a claim the sweeper may retry once; after it,
+   delivery is unknown and a person decides (`approvals.claims`). A transient failure
+   leaves the row `retrying` with a backoff; a permanent one `failed`. Either way nothing
+   went out.
 4. The provider's acceptance, the audit event and `invoice_mark_messaged` are written in one
    transaction. If that transaction fails, the acceptance is written to a durable file in
    PAYPILOT_SEND_FALLBACK_DIR, which the next attempt reads first so the email is never
@@ -166,17 +169,31 @@ def _claim(*, approval: ApprovalRequest, existing: EmailSend | None,
                     tenant_id=approval.tenant_id, approval=approval, draft_id=approval.draft_id,
                     invoice_id=approval.invoice_id, customer_id=approval.invoice.customer_id,
                     recipient_hash=pii_hash(composed.recipient.lower()), attempts=1,
+                    claimed_at=timezone.now(),
                 )
         except IntegrityError:
             return None
     with tenant_context(approval.tenant_id):
         claimed = EmailSend.objects.filter(pk=existing.pk, status=EmailSend.Status.RETRYING).update(
-            status=EmailSend.Status.SENDING, attempts=F("attempts") + 1, next_attempt_at=None
+            status=EmailSend.Status.SENDING, attempts=F("attempts") + 1, next_attempt_at=None,
+            claimed_at=timezone.now(), handed_at=None,
         )
         if not claimed:
             return None
         existing.refresh_from_db()
     return existing
+
+
+def _hand_off(*, send: EmailSend, approval: ApprovalRequest) -> bool:
+    """Commit "handed to the backend" just before the call. Only the holder of a live claim
+    gets True: a claim the sweeper already took back (its holder was presumed dead) gets
+    False and must not call the backend."""
+    with tenant_context(approval.tenant_id):
+        handed = EmailSend.objects.filter(
+            pk=send.pk, status=EmailSend.Status.SENDING, claimed_at=send.claimed_at,
+            handed_at__isnull=True,
+        ).update(handed_at=timezone.now())
+    return bool(handed)
 
 
 def _record_failure(*, send: EmailSend, approval: ApprovalRequest, error: DeliveryError,
@@ -235,7 +252,7 @@ def send_approved(*, approval_id: int, now: datetime | None = None) -> SendResul
                               gate=gate.name)
 
     send = _claim(approval=approval, existing=existing, composed=composed)
-    if send is None:
+    if send is None or not _hand_off(send=send, approval=approval):
         return SendResult("duplicate")
     try:
         message_id = email_deliver(composed=composed, send_id=send.pk)
