@@ -83,9 +83,10 @@ class EmailSend(models.Model):
         DELIVERED = "delivered"  # the provider reported delivery (tracking webhook)
         BOUNCED = "bounced"  # the provider reported a bounce (tracking webhook)
         FAILED = "failed"  # permanent failure or retries used up: nothing went out
-        # The sender died after handing the message to the backend (or its one retry died
-        # too): whether it went out cannot be known here. A person checks the provider's log
-        # and marks it sent or resends it; nothing resends it automatically.
+        # Handed to the backend with no acceptance recorded (its sender died, or the
+        # provider's answer was lost), or its one automatic retry died too: whether it went
+        # out cannot be known here. A person checks the provider's log and marks it sent or
+        # resends it; nothing resends it automatically.
         UNKNOWN = "unknown", "delivery unknown"
 
     # Statuses that reached a provider: they count towards max touches and the cooldown.

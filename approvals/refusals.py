@@ -9,8 +9,9 @@ Four sources, each read from the database:
   the default row (decisions.DecisionRecord with matched=False);
 - `guard_swaps`: drafts whose model-written copy the output guard replaced with fixed copy
   (dunning.Draft with fallback_used=True);
-- `delivery_unknown`: sends whose worker died after handing them to the backend (or whose
-  one retry died too), waiting for a person to mark them sent or resend them
+- `delivery_unknown`: sends handed to the backend without a recorded acceptance (their
+  worker died, or the provider's answer was lost), or whose one automatic retry died too,
+  waiting for a person to mark them sent or resend them
   (approvals.EmailSend with status `unknown`; see `approvals.claims`).
 The answer carries a `sources` map saying which were read and how many rows each gave,
 so "no rows" can be told apart from "not looked at". A suppressed-send reason the gate
@@ -111,7 +112,7 @@ def _delivery_unknown(tenant: Tenant | None, limit: int) -> list[Refusal]:
     )
     return [
         # No later timestamp is kept on the row: the claim time is when its sender died.
-        Refusal("delivery_unknown", "sender", r.error_code or UNCLASSIFIED,
+        Refusal("delivery_unknown", "delivery", r.error_code or UNCLASSIFIED,
                 r.claimed_at or r.created_at, r.tenant.slug,
                 {"send": r.pk, "approval": r.approval_id, "invoice_id": r.invoice_id,
                  "attempts": r.attempts})

@@ -49,7 +49,8 @@ RETRY_BACKOFF_MINUTES = (1, 5, 30)
 
 @dataclass(frozen=True)
 class SendResult:
-    # sent | dry_run | suppressed | retrying | failed | duplicate | already_done | sent_unrecorded
+    # sent | dry_run | suppressed | retrying | failed | delivery_unknown | duplicate | already_done
+    # | sent_unrecorded
     outcome: str
     reason: str = ""
     gate: str = ""
@@ -198,23 +199,28 @@ def _hand_off(*, send: EmailSend, approval: ApprovalRequest) -> bool:
 
 def _record_failure(*, send: EmailSend, approval: ApprovalRequest, error: DeliveryError,
                     now: datetime) -> str:
-    retry = error.transient and send.attempts < SEND_MAX_ATTEMPTS
+    retry = error.transient and not error.ambiguous and send.attempts < SEND_MAX_ATTEMPTS
     fields: dict[str, Any] = {"error_code": error.code[:64]}
-    if retry:
+    if error.ambiguous:  # it may have gone out: a person checks (approvals.claims)
+        fields.update(status=EmailSend.Status.UNKNOWN, next_attempt_at=None)
+        event = "approvals.send.delivery_unknown"
+    elif retry:
         wait = RETRY_BACKOFF_MINUTES[min(send.attempts, len(RETRY_BACKOFF_MINUTES)) - 1]
         fields.update(status=EmailSend.Status.RETRYING, next_attempt_at=now + timedelta(minutes=wait))
+        event = "approvals.send.retrying"
     else:
         fields.update(status=EmailSend.Status.FAILED, next_attempt_at=None)
+        event = "approvals.send.failed"
     with tenant_context(approval.tenant_id):
         EmailSend.objects.filter(pk=send.pk).update(**fields)
         audit_record(
-            event="approvals.send.retrying" if retry else "approvals.send.failed",
+            event=event,
             tenant=approval.tenant,
             detail={"approval": approval.pk, "send": send.pk, "invoice_id": approval.invoice_id,
                     "reason": error.code, "attempt": send.attempts},
         )
         send.refresh_from_db()
-    return "retrying" if retry else "failed"
+    return "delivery_unknown" if error.ambiguous else "retrying" if retry else "failed"
 
 
 def send_approved(*, approval_id: int, now: datetime | None = None) -> SendResult:

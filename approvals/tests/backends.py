@@ -24,3 +24,16 @@ class PermanentFailureBackend(BaseEmailBackend):
     def send_messages(self, email_messages: Any) -> int:
         calls.append("permanent")
         raise smtplib.SMTPRecipientsRefused({"x@example.com": (550, b"no such user")})
+
+
+class ReadTimeoutAfterAcceptBackend(BaseEmailBackend):
+    """An HTTP provider took the request and its answer never came back (read timeout), as
+    anymail reports it: the message may well have gone out."""
+
+    def send_messages(self, email_messages: Any) -> int:
+        import requests
+        from anymail.exceptions import AnymailRequestsAPIError
+
+        calls.append("accepted_then_timeout")
+        error = type("AnymailRequestsAPIError", (AnymailRequestsAPIError, requests.exceptions.ReadTimeout), {})
+        raise error("Error posting to https://api.example/email")

@@ -149,7 +149,7 @@ def test_delivery_unknown_shows_in_refusal_review_metrics_and_console(
     listed = refusal_list(tenant=tenant)
     assert listed["sources"]["delivery_unknown"] == {"status": "read", "count": 1}
     item = next(i for i in listed["items"] if i.source == "delivery_unknown")
-    assert (item.gate, item.reason, item.ids["send"]) == ("sender", SENDER_DIED_AFTER_HANDOFF, send.pk)
+    assert (item.gate, item.reason, item.ids["send"]) == ("delivery", SENDER_DIED_AFTER_HANDOFF, send.pk)
 
     metrics = api_client_for(tenant, "tenant_admin").get("/metrics").content.decode()
     assert 'paypilot_email_sends{status="unknown"} 1.0' in metrics
