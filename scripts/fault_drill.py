@@ -29,7 +29,8 @@ send or 2xx-without-storage. Broker locks of tasks held by a killed worker are m
 
 Usage: .venv/bin/python scripts/fault_drill.py [--db sqlite|postgres|both] [--events 400]
        [--sends 60] [--kills 6] [--seed N] [--port 8105]
-PostgreSQL: FAULT_DRILL_PG_URL (default postgres://postgres@127.0.0.1:5432/pp_fault_drill).
+PostgreSQL: FAULT_DRILL_PG_URL (default postgres://postgres@127.0.0.1:5432/pp_fault_drill;
+the run's database is that name + "_<pid>", created here and dropped at the end).
 """
 
 from __future__ import annotations
@@ -74,6 +75,18 @@ class Proc:
         with open(self.log, "ab") as out:
             self.popen = subprocess.Popen(self.args, cwd=ROOT, env=self.env, stdout=out,
                                           stderr=subprocess.STDOUT, start_new_session=True)
+
+    def stop(self) -> None:
+        """A graceful stop: SIGTERM to the leader only (qcluster stops its workers after
+        their current task); SIGKILL to the group if it has not ended in 30 s."""
+        if self.popen is None:
+            return
+        self.popen.send_signal(signal.SIGTERM)
+        try:
+            self.popen.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.popen is None:
@@ -224,6 +237,13 @@ def post(port: int, body: bytes, timeout: float = 40.0) -> int:
         conn.close()
 
 
+def free_port() -> int:
+    """A loopback port nobody listens on now (the kernel's pick)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def wait_http(port: int, proc: Proc) -> None:
     for _ in range(150):
         try:
@@ -259,7 +279,7 @@ def _drain(*, timeout: float) -> bool:
         left = WebhookEvent.objects.filter(status__in=["received", "failed"]).count()
         if left == 0 and not OrmQ.objects.exists():
             return True
-        time.sleep(0.5)
+        time.sleep(0.2)
     return False
 
 
@@ -293,7 +313,7 @@ def drill_worker(ctx: dict[str, Any], args: argparse.Namespace, rng: random.Rand
             pool.submit(send, item)
     killer.join()
     drained = _drain(timeout=90)
-    cluster.kill(signal.SIGTERM)
+    cluster.stop()
 
     ids = [key for key, _ in bodies]
     events = WebhookEvent.objects.filter(event_key__in=ids)
@@ -373,14 +393,15 @@ def drill_sends(ctx: dict[str, Any], args: argparse.Namespace, rng: random.Rando
     ids = [a.pk for a in chosen]
     sends = EmailSend.objects.filter(approval_id__in=ids)
     left_sending = sends.filter(status="sending").count()
-    # The clock past the claim timeout and the longest retry backoff; then the queued tasks
-    # a killed worker held (re-presented by django-q2) run for real, and the tick again.
+    # The tasks the killed workers held come back (django-q2 re-presents them) and run on
+    # real workers, undisturbed; then the clock moves past the claim timeout and the longest
+    # retry backoff and the tick's work runs (dead claims swept, retries sent).
+    _queue_fast_forward()
+    cluster.start()
+    _drain(timeout=90)
+    cluster.stop()
     future = timezone.now() + timedelta(seconds=settings.PAYPILOT_SEND_CLAIM_TIMEOUT + 1, minutes=31)
     _settle_in_process(future=future)
-    cluster.start()
-    _drain(timeout=60)
-    cluster.kill(signal.SIGTERM)
-    _settle_in_process(future=future + timedelta(minutes=31))
 
     accepted = _outbox(outbox)
     by_status = Counter(sends.values_list("status", flat=True))
@@ -409,14 +430,17 @@ def drill_sends(ctx: dict[str, Any], args: argparse.Namespace, rng: random.Rando
             if log[str(send.pk)]:
                 send_mark_sent(send=send, user=user)
             else:
-                send_resend(send=send, user=user)
-        cluster.start()
-        _drain(timeout=60)
-        cluster.kill(signal.SIGTERM)
+                send_resend(send=send, user=user)  # queues a task; the settle sends it first
         future += timedelta(minutes=62)
         _settle_in_process(future=future)
         unknown = list(sends.filter(status="unknown"))
     figures["person_rounds"] = rounds
+    # Last, the real workers run every task still queued: the ones killed workers held
+    # (re-presented) and the resends' own tasks. Each must find its send done.
+    cluster.start()
+    _drain(timeout=60)
+    cluster.stop()
+    _settle_in_process(future=future + timedelta(minutes=62))
     final = _outbox(outbox)
     final_status = Counter(sends.values_list("status", flat=True))
     figures.update({
@@ -446,12 +470,12 @@ def drill_database(ctx: dict[str, Any], args: argparse.Namespace) -> dict[str, A
     from integrations.models import WebhookEvent
 
     port = ctx["port"]
-    before = [delivery(10_000 + n) for n in range(20)]
+    before = [delivery(10_000 + n) for n in range(10)]
     # SQLite: each delivery waits out busy_timeout (20 s) on the lock, 4 server threads at a
     # time, so a few are enough to see the answers.
     count = args.outage_deliveries if ctx["outage_method"].startswith("TCP") else 8
     during = [delivery(20_000 + n) for n in range(count)]
-    after = [delivery(30_000 + n) for n in range(20)]
+    after = [delivery(30_000 + n) for n in range(10)]
     ctx["cluster"].start()
     codes_before = [post(port, body) for _, body in before]
     # The outage hits a running cluster: wait until it has done the work before it.
@@ -484,7 +508,7 @@ def drill_database(ctx: dict[str, Any], args: argparse.Namespace) -> dict[str, A
     codes_after = [post(port, body) for _, body in after]
     drained = _drain(timeout=60)
     worker_alive = ctx["cluster"].popen is not None and ctx["cluster"].popen.poll() is None
-    ctx["cluster"].kill(signal.SIGTERM)
+    ctx["cluster"].stop()
 
     all_ids = [key for key, _ in before + during + after]
     stored = dict(WebhookEvent.objects.filter(event_key__in=all_ids).values_list("event_key")
@@ -514,7 +538,9 @@ def drill_database(ctx: dict[str, Any], args: argparse.Namespace) -> dict[str, A
 def child(db: str, args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix=f"pp-fault-drill-{db}."))
     env = dict(os.environ)
+    # A database of this run's own (dropped at the end), so two runs never share one.
     pg_url = os.environ.get("FAULT_DRILL_PG_URL", "postgres://postgres@127.0.0.1:5432/pp_fault_drill")
+    pg_url = f"{pg_url}_{os.getpid()}"
     proxy: TcpProxy | None = None
     if db == "sqlite":
         env["DATABASE_URL"] = f"sqlite:///{work}/drill.sqlite3"
@@ -527,9 +553,9 @@ def child(db: str, args: argparse.Namespace) -> None:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{name}"')
         env["DATABASE_URL"] = pg_url
-        proxy = TcpProxy(args.port + 1, int(pg_url.rsplit(":", 1)[1].split("/")[0]))
+        proxy = TcpProxy(free_port(), int(pg_url.rsplit(":", 1)[1].split("/")[0]))
         host_port = pg_url.split("@", 1)[1].split("/", 1)[0]
-        app_url = pg_url.replace(host_port, f"127.0.0.1:{args.port + 1}")
+        app_url = pg_url.replace(host_port, f"127.0.0.1:{proxy.listen}")
     env.update({
         "DJANGO_SETTINGS_MODULE": "paypilot.settings", "DJANGO_DEBUG": "0",
         "PAYPILOT_LOG_LEVEL": "WARNING", "PAYPILOT_Q_SYNC": "0", "PAYPILOT_Q_WORKERS": "2",
@@ -604,22 +630,22 @@ def child(db: str, args: argparse.Namespace) -> None:
             results[name]["seconds"] = round(time.monotonic() - began, 1)
     finally:
         cluster.kill()
-        server.kill(signal.SIGTERM)
+        server.stop()
         if proxy is not None:
             proxy.stop()
         if "conn" in locker:
             locker.pop("conn").close()
+        if db == "postgres":
+            from django.db import connections
+
+            connections.close_all()
+            import psycopg
+
+            admin, name = pg_url.rsplit("/", 1)
+            with psycopg.connect(f"{admin}/postgres", autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     results["seconds"] = round(time.monotonic() - started, 1)
     results["ok"] = all(v["ok"] for v in results.values() if isinstance(v, dict))
-    if db == "postgres":
-        from django.db import connections
-
-        connections.close_all()
-        import psycopg
-
-        admin, name = pg_url.rsplit("/", 1)
-        with psycopg.connect(f"{admin}/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     print("RESULT " + json.dumps(results, default=str))
 
 
@@ -650,15 +676,16 @@ def summary(result: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    parser.add_argument("--events", type=int, default=240, help="deliveries in the worker drill")
-    parser.add_argument("--rate", type=float, default=40.0, help="deliveries per second")
+    parser.add_argument("--events", type=int, default=200, help="deliveries in the worker drill")
+    parser.add_argument("--rate", type=float, default=50.0, help="deliveries per second")
     parser.add_argument("--sends", type=int, default=60, help="approvals sent in the send drill")
     parser.add_argument("--kills", type=int, default=5, help="SIGKILLs per drill")
     parser.add_argument("--outage-deliveries", type=int, default=30, help="PostgreSQL outage")
     parser.add_argument("--outage-s", type=float, default=5.0, help="PostgreSQL outage length")
     parser.add_argument("--sqlite-lock-s", type=float, default=22.0, help="> busy_timeout (20 s)")
     parser.add_argument("--seed", type=int, default=int(time.time()))
-    parser.add_argument("--port", type=int, default=8105, help="server port; the PostgreSQL proxy uses port+1")
+    parser.add_argument("--port", type=int, default=8105,
+                        help="server port (with --db both, PostgreSQL's server and proxy take free ports)")
     parser.add_argument("--child", choices=["sqlite", "postgres"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -666,9 +693,18 @@ def main() -> None:
         return
     print(f"fault drill, seed {args.seed} (re-run with --seed {args.seed})", flush=True)
     failed = False
-    for db in (["sqlite", "postgres"] if args.db == "both" else [args.db]):
-        run = subprocess.run([PY, __file__, "--child", db, *sys.argv[1:]], cwd=ROOT,
-                             capture_output=True, text=True)
+    # Both databases at once: the drills mostly wait (busy timeouts, restarts, delays), so
+    # running them side by side halves the wall time; the second server takes a free port.
+    dbs = ["sqlite", "postgres"] if args.db == "both" else [args.db]
+    runs = {}
+    for k, db in enumerate(dbs):
+        port = args.port if k == 0 else free_port()
+        runs[db] = subprocess.Popen([PY, __file__, *sys.argv[1:], "--child", db, "--port", str(port),
+                                     "--seed", str(args.seed)],
+                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for db, popen in runs.items():
+        out, err = popen.communicate()
+        run = subprocess.CompletedProcess(popen.args, popen.returncode, out, err)
         lines = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
         if run.returncode != 0 or not lines:
             print(f"== {db}: the drill itself failed (exit {run.returncode})\n{run.stdout[-3000:]}"

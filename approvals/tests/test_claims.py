@@ -236,3 +236,18 @@ def test_viewer_gets_no_resolve_actions(approved, client):
     assert "mark sent" not in client.get(SENDS).content.decode()
     client.post(SENDS, {"action": "resend_selected", "_selected_action": [str(send.pk)], "post": "yes"})
     assert _status(send)[0] == EmailSend.Status.UNKNOWN and mail.outbox == []
+
+
+def test_claim_timeout_must_exceed_the_task_timeout():
+    """A timeout at or below PAYPILOT_Q_TIMEOUT could take a live sender's claim: refused at start."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PAYPILOT_Q_TIMEOUT": "60", "PAYPILOT_SEND_CLAIM_TIMEOUT": "60",
+           "DJANGO_SETTINGS_MODULE": "paypilot.settings"}
+    run = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=env,
+                         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "PAYPILOT_SEND_CLAIM_TIMEOUT must be greater than PAYPILOT_Q_TIMEOUT" in run.stderr
