@@ -42,6 +42,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -646,6 +647,10 @@ def child(db: str, args: argparse.Namespace) -> None:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     results["seconds"] = round(time.monotonic() - started, 1)
     results["ok"] = all(v["ok"] for v in results.values() if isinstance(v, dict))
+    if results["ok"]:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        results["logs"] = str(work)  # server.log, qcluster.log, provider-log.txt, the database
     print("RESULT " + json.dumps(results, default=str))
 
 
