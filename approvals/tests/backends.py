@@ -37,3 +37,17 @@ class ReadTimeoutAfterAcceptBackend(BaseEmailBackend):
         calls.append("accepted_then_timeout")
         error = type("AnymailRequestsAPIError", (AnymailRequestsAPIError, requests.exceptions.ReadTimeout), {})
         raise error("Error posting to https://api.example/email")
+
+
+class HangingBackend(BaseEmailBackend):
+    """A provider call that never returns: marks PAYPILOT_TEST_HANG_MARKER, then waits to be
+    killed (the SIGKILL test's worker dies here, after the hand-off)."""
+
+    def send_messages(self, email_messages: Any) -> int:
+        import os
+        import time
+        from pathlib import Path
+
+        Path(os.environ["PAYPILOT_TEST_HANG_MARKER"]).write_text("in the provider call")
+        time.sleep(120)
+        return 0
