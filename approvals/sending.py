@@ -7,8 +7,9 @@ Order of work, and why:
 3. `handed_at` is committed (a compare-and-set on the claim), then the backend is called.
    A worker that dies before this leaves a claim the sweeper may retry once; after it,
    delivery is unknown and a person decides (`approvals.claims`). A transient failure
-   leaves the row `retrying` with a backoff; a permanent one `failed`. Either way nothing
-   went out.
+   leaves the row `retrying` with a backoff, a permanent one `failed` (nothing went out
+   either way); an answer lost after the request left (`DeliveryError.ambiguous`) leaves it
+   `unknown`, never retried automatically.
 4. The provider's acceptance, the audit event and `invoice_mark_messaged` are written in one
    transaction. If that transaction fails, the acceptance is written to a durable file in
    PAYPILOT_SEND_FALLBACK_DIR, which the next attempt reads first so the email is never
