@@ -321,6 +321,11 @@ PAYPILOT_MAX_TOUCHES = env.int("PAYPILOT_MAX_TOUCHES", default=3)
 PAYPILOT_SEND_COOLDOWN_HOURS = env.int("PAYPILOT_SEND_COOLDOWN_HOURS", default=24)
 PAYPILOT_AI_DISCLOSURE = env.str("PAYPILOT_AI_DISCLOSURE", default="")
 PAYPILOT_HIGH_VALUE_ANNUAL = env.int("PAYPILOT_HIGH_VALUE_ANNUAL", default=0)  # major units; 0 = off
+# Seconds after which a send still `sending` is taken for its dead sender's (SIGKILL, OOM,
+# a lost machine). Above PAYPILOT_Q_TIMEOUT, after which django-q2 kills a live task anyway.
+PAYPILOT_SEND_CLAIM_TIMEOUT = env.int("PAYPILOT_SEND_CLAIM_TIMEOUT", default=300)
+if PAYPILOT_SEND_CLAIM_TIMEOUT <= Q_TIMEOUT:
+    raise ImproperlyConfigured("PAYPILOT_SEND_CLAIM_TIMEOUT must be greater than PAYPILOT_Q_TIMEOUT")
 PAYPILOT_SEND_FALLBACK_DIR = env.path("PAYPILOT_SEND_FALLBACK_DIR", default=BASE_DIR / "var" / "send-fallback")
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="billing@example.com")
