@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
