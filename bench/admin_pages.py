@@ -32,6 +32,8 @@ DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/pp_perf_admin"
 CUSTOMERS_PER_INVOICE = 5  # 200,000 customers for 1,000,000 invoices
 BASE_TIME = "2026-01-01 00:00:00"
 STEP_SECONDS = 20  # one failure every 20 s: 1,000,000 invoices span about 231 days
+# What the "failed at: this year" filter link sends.
+THIS_YEAR = "failed_at__gte=2026-01-01+00%3A00%3A00%2B00%3A00&failed_at__lt=2027-01-01+00%3A00%3A00%2B00%3A00"
 FAILURE_CODES = ("card_expired", "insufficient_funds", "generic_decline", "issuer_do_not_retry",
                  "card_details_invalid", "direct_debit_not_retried", "retries_exhausted", "default")
 
@@ -204,7 +206,7 @@ def _pages(*, invoices: int) -> list[tuple[str, str]]:
         ("invoices: filter arm=holdout", "/admin/ledger/invoice/?arm__exact=holdout"),
         ("invoices: filter currency=JPY", "/admin/ledger/invoice/?currency=JPY"),
         ("invoices: filter provider=chargebee", "/admin/ledger/invoice/?provider=chargebee"),
-        ("invoices: filter failed this year", "/admin/ledger/invoice/?failed_at__gte=2026-01-01+00%3A00%3A00%2B00%3A00&failed_at__lt=2027-01-01+00%3A00%3A00%2B00%3A00"),
+        ("invoices: filter failed this year", "/admin/ledger/invoice/?" + THIS_YEAR),
         ("invoices: invoice page", "/admin/ledger/invoice/{invoice_id}/change/"),
         ("customers: first page", "/admin/ledger/customer/"),
         ("customers: page 1000", f"/admin/ledger/customer/?{deep}"),
@@ -246,7 +248,8 @@ def _time_pages(*, users: list[tuple[str, object]], repeat: int, invoices: int, 
     from approvals.models import ApprovalRequest
 
     settings.ALLOWED_HOSTS = ["*"]
-    pending = ApprovalRequest.objects.filter(status="pending").order_by("expires_at", "id").values_list("pk", flat=True)[:1]
+    pending = (ApprovalRequest.objects.filter(status="pending").order_by("expires_at", "id")
+               .values_list("pk", flat=True)[:1])
     ids = {"pending_id": pending[0] if pending else 1, "invoice_id": invoices // 2}
     medians: list[float] = []
     for who, user in users:

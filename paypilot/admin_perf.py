@@ -27,10 +27,11 @@ from functools import cached_property
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import lookup_spawns_duplicates
 from django.contrib.admin.views.main import PAGE_VAR
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db import models
-from django.db.models import Lookup, QuerySet
+from django.db.models import Lookup, Q, QuerySet
 from django.http import HttpRequest
 
 
@@ -135,6 +136,21 @@ class FastChangelistMixin:
     show_full_result_count = False
     # Never offer "show all": with no count, "all" could be the whole table.
     list_max_show_all = 0
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Any],
+                           search_term: str) -> tuple[QuerySet[Any], bool]:
+        """With only `__prefix` search fields, the whole term is one prefix: Django's split
+        into words would make "Customer 42" the prefixes "Customer" AND "42", the first
+        matching nearly every row (261 ms at 200,000 customers, against a few ms)."""
+        fields = list(self.get_search_fields(request))  # type: ignore[attr-defined]
+        term = search_term.strip()
+        if not term or not fields or not all(f.endswith(f"__{Prefix.lookup_name}") for f in fields):
+            return super().get_search_results(request, queryset, search_term)  # type: ignore[misc]
+        match = Q()
+        for field in fields:
+            match |= Q(**{field: term})
+        opts = self.model._meta  # type: ignore[attr-defined]
+        return queryset.filter(match), any(lookup_spawns_duplicates(opts, f) for f in fields)
 
     def get_paginator(self, request: HttpRequest, queryset: QuerySet[Any], per_page: int,
                       orphans: int = 0, allow_empty_first_page: bool = True) -> WindowPaginator:
