@@ -95,6 +95,9 @@ class Invoice(models.Model):
             models.Index(fields=["tenant", "state"]),
             models.Index(fields=["tenant", "subscription_id"]),
             models.Index(fields=["tenant", "failed_at"]),
+            # The invoice changelist's order for platform admins (all tenants); a tenant's
+            # staff are served by (tenant, failed_at).
+            models.Index(fields=["failed_at", "id"], name="ledger_inv_failed"),
             # Admin search "starts with" (paypilot.admin_perf.Prefix): LIKE 'term%' on
             # PostgreSQL needs the pattern operator class; SQLite gets a plain index.
             models.Index(fields=["external_invoice_id"], name="ledger_inv_ext_prefix",

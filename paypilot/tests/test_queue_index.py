@@ -12,7 +12,7 @@ from django.utils import timezone
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
-from paypilot.queue import OrmBroker
+from paypilot.queue import DEQUEUE_SETTINGS_SQL, OrmBroker
 
 pytestmark = pytest.mark.django_db
 
@@ -32,8 +32,10 @@ def test_dequeue_reads_the_queue_through_its_index(monkeypatch):
 
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # Price sequential scans out so that even this tiny table shows which index the
-            # planner can use; without (key, id) it would walk the primary key and filter.
+            # The dequeue's own transaction settings (no sort), then sequential scans priced
+            # out so that even this tiny, unanalysed table shows which index answers it.
+            assert any(q["sql"] == DEQUEUE_SETTINGS_SQL for q in queries)
+            cursor.execute(DEQUEUE_SETTINGS_SQL)
             cursor.execute("SET LOCAL enable_seqscan = off")
             cursor.execute(f"EXPLAIN {read}")
         else:
