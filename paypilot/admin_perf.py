@@ -83,13 +83,14 @@ class WindowPaginator(Paginator):
     def __init__(self, object_list: QuerySet[Any], per_page: int, orphans: int = 0,
                  allow_empty_first_page: bool = True, *, number: int = 1) -> None:
         super().__init__(object_list, per_page, 0, allow_empty_first_page)
+        self.queryset: QuerySet[Any] = object_list
         self.number = max(1, number)
 
     @cached_property
     def _window_pks(self) -> list[Any]:
         """Primary keys of the requested page and one more, in the changelist's order."""
         bottom = (self.number - 1) * self.per_page
-        return list(self.object_list.values_list("pk", flat=True)[bottom : bottom + self.per_page + 1])
+        return list(self.queryset.values_list("pk", flat=True)[bottom : bottom + self.per_page + 1])
 
     @cached_property
     def count(self) -> int:  # type: ignore[override]
@@ -106,8 +107,8 @@ class WindowPaginator(Paginator):
         pks = self._window_pks[: self.per_page]
         # The rows themselves, with the changelist's select_related joins, by primary key;
         # the ordering is the window's (already computed), so the database sorts nothing.
-        rows = {obj.pk: obj for obj in self.object_list.order_by().filter(pk__in=pks)}
-        return self._get_page([rows[pk] for pk in pks if pk in rows], number, self)
+        rows = {obj.pk: obj for obj in self.queryset.order_by().filter(pk__in=pks)}
+        return Page([rows[pk] for pk in pks if pk in rows], number, self)
 
     def validate_number(self, number: Any) -> int:
         try:

@@ -161,7 +161,7 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
         customers = admin_scope_queryset(Customer.objects.all(), user=user)
         matched = set(invoices.filter(external_invoice_id__prefix=term)
                       .values_list("pk", flat=True)[:SEARCH_MATCH_LIMIT])
-        customer_ids = set()
+        customer_ids: set[int] = set()
         for field in ("external_id", "email", "name"):
             customer_ids.update(customers.filter(**{f"{field}__prefix": term})
                                 .values_list("pk", flat=True)[:SEARCH_MATCH_LIMIT])
