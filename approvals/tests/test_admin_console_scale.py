@@ -98,3 +98,9 @@ def test_search_never_reaches_another_tenant(logged_in, tenant, other_tenant, ma
     theirs = make_approval(other_tenant)
     cl = logged_in.get(QUEUE, {"queue": "all", "q": theirs.invoice.external_invoice_id}).context["cl"]
     assert list(cl.result_list) == []
+
+
+def test_a_page_past_the_end_redirects_like_the_stock_admin(logged_in, tenant, make_approval):
+    make_approval(tenant)
+    response = logged_in.get(QUEUE, {"queue": "all", "p": 99})
+    assert response.status_code == 302 and "e=1" in response["Location"]
