@@ -128,7 +128,11 @@ Q_CLUSTER: dict[str, object] = {
     "timeout": Q_TIMEOUT,
     "retry": Q_TIMEOUT + 30,  # must exceed timeout or a slow task runs twice at once
     "max_attempts": env.int("PAYPILOT_Q_MAX_ATTEMPTS", default=5),
-    "save_limit": 1000,
+    # Successful task results kept in django_q_task. django-q2 prunes above a positive limit
+    # by locking every kept success row (SELECT ... FOR UPDATE) after each task, which is
+    # most of a drain's cost on PostgreSQL (docs/benchmarks.md); 0 keeps every success, -1
+    # none (failures are always kept).
+    "save_limit": env.int("PAYPILOT_Q_SAVE_LIMIT", default=1000),
     "catch_up": False,
     "label": "Tasks",
     "bulk": env.int("PAYPILOT_Q_BULK", default=50),  # tasks per broker read
