@@ -45,6 +45,7 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         "counts", "subject_hash", "tenant", "operation", "arm", "kind", "note_hash",
         "action", "slug", "status_from", "status_to", "refusal", "dry_run", "attempt",
         "amount_minor", "currency", "locale", "source", "edited", "approver", "approvals",
+        "recon_file", "recon_run", "recon_break", "sha256", "input_digest", "as_of", "version",
     }
 )
 

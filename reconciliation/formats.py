@@ -1,0 +1,443 @@
+"""File formats to canonical rows: pure functions, no ORM (tested directly).
+
+Three ways in: Stripe's itemized balance / payout reconciliation report (recognised by its
+header, amounts in major units, currency lower case), an ISO 20022 camt.053 statement
+(001.02 and later namespaces, parsed with defusedxml so no DTD or entity is ever
+resolved), and any other CSV through a confirmed `Layout`. Every error carries the
+1-based line, the column and a reason code; the caller refuses the whole file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from defusedxml import DefusedXmlException
+from defusedxml import ElementTree as SafeET
+
+from paypilot.money import currency_exponent, currency_normalise
+
+# Reason codes (the JSON `reason` of a refused file).
+REASON_BAD_AMOUNT = "bad_amount"
+REASON_BAD_DATE = "bad_date"
+REASON_BAD_CURRENCY = "bad_currency"
+REASON_MISSING_VALUE = "missing_value"
+REASON_BAD_TYPE = "bad_type"
+REASON_BAD_ENCODING = "bad_encoding"
+REASON_EMPTY_FILE = "empty_file"
+REASON_XML_FORBIDDEN = "xml_forbidden"
+REASON_XML_INVALID = "xml_invalid"
+REASON_WRONG_COLUMNS = "wrong_number_of_columns"
+REASON_MISSING_COLUMN = "missing_column"
+
+EPOCH = date(1970, 1, 1)
+
+# Canonical fields per kind (the issue's contract); the first ones listed are required.
+CANONICAL: dict[str, tuple[str, ...]] = {
+    "orders": ("order_id", "ordered_at", "amount", "currency", "payment_reference", "customer_email", "status"),
+    "provider": (
+        "transaction_id", "created_at", "type", "amount", "fee", "net", "currency", "charge_id",
+        "order_reference", "payout_id", "payout_date",
+    ),
+    "bank": ("booking_date", "value_date", "amount", "currency", "reference", "remittance", "bank_reference"),
+    "disputes": (
+        "dispute_id", "charge_id", "amount", "currency", "reason", "status", "evidence_due_by", "created_at",
+    ),
+}
+REQUIRED: dict[str, frozenset[str]] = {
+    "orders": frozenset({"order_id", "ordered_at", "amount", "currency"}),
+    "provider": frozenset({"transaction_id", "created_at", "type", "amount", "currency"}),
+    "bank": frozenset({"booking_date", "amount", "currency"}),
+    "disputes": frozenset({"dispute_id", "amount", "currency", "created_at"}),
+}
+DATE_FIELDS = frozenset({"ordered_at", "created_at", "payout_date", "booking_date", "value_date", "evidence_due_by"})
+AMOUNT_FIELDS = frozenset({"amount", "fee", "net"})
+PROVIDER_TYPES = frozenset(
+    {"charge", "refund", "dispute", "dispute_reversal", "fee", "payout", "adjustment"}
+)
+
+
+class FileRefused(Exception):
+    """The whole file is refused: `reason` is a code, `line`/`column` locate the first bad cell."""
+
+    def __init__(self, reason: str, message: str, *, line: int | None = None, column: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.line = line
+        self.column = column
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"reason": self.reason, "message": self.message, "line": self.line, "column": self.column}
+
+
+@dataclass(frozen=True)
+class LayoutSpec:
+    """What a confirmed layout says about a CSV: canonical field -> header, and how to read cells."""
+
+    columns: dict[str, str]
+    date_format: str
+    decimal_separator: str = "."
+    delimiter: str = ","
+
+
+@dataclass
+class Parsed:
+    """A file being read: rows are produced lazily (a million-row export never sits in
+    memory as dicts), so a bad row raises FileRefused while the caller is inserting; the
+    caller's transaction then rolls the whole file back."""
+
+    kind: str
+    file_format: str
+    rows: Iterable[dict[str, Any]] = field(default_factory=list)
+
+
+# --- cells ---------------------------------------------------------------------------------
+
+_THOUSANDS = re.compile(r"[\s'\u00a0\u202f]")
+
+
+def amount_to_minor(text: str, currency: str, *, decimal_separator: str = ".") -> int:
+    """A major-unit amount as written in an export ("1.234,56", "-12.50", "(3.00)") to minor
+    units, exactly; ValueError on anything that is not a number with at most the currency's
+    decimals (a silently rounded import is how books drift)."""
+    value = text.strip()
+    negative = value.startswith("(") and value.endswith(")")
+    if negative:
+        value = value[1:-1]
+    value = _THOUSANDS.sub("", value)
+    if decimal_separator == ",":
+        value = value.replace(".", "").replace(",", ".")
+    else:
+        value = value.replace(",", "")
+    if value.endswith("-"):  # trailing minus, common in German bank exports
+        value = "-" + value[:-1]
+    try:
+        number = Decimal(value)
+    except InvalidOperation as exc:
+        raise ValueError("not a number") from exc
+    if not number.is_finite():
+        raise ValueError("not a finite number")
+    scaled = number.scaleb(currency_exponent(currency))
+    if scaled != scaled.to_integral_value():
+        raise ValueError("more decimals than the currency has")
+    minor = int(scaled)
+    return -minor if negative else minor
+
+
+def day_number(value: date) -> int:
+    return (value - EPOCH).days
+
+
+def parse_when(text: str, date_format: str) -> datetime:
+    """Naive export time under `date_format` ("iso" for ISO 8601), read as UTC."""
+    value = text.strip()
+    if date_format == "iso":
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    else:
+        parsed = datetime.strptime(value, date_format)
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+# --- CSV -----------------------------------------------------------------------------------
+
+def decode(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FileRefused(REASON_BAD_ENCODING, "the file is not UTF-8 text", line=None) from exc
+
+
+def normalise_header(header: str) -> str:
+    return " ".join(header.strip().strip('"').lower().split())
+
+
+def sniff_delimiter(first_line: str) -> str:
+    """The candidate that splits the header into the most cells (ties: , then ; then tab)."""
+    counts = {d: first_line.count(d) for d in (",", ";", "\t", "|")}
+    best = max(counts.values())
+    return next(d for d in (",", ";", "\t", "|") if counts[d] == best) if best else ","
+
+
+def csv_rows(text: str, delimiter: str) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """The header and an iterator of (line number, cells), blank lines skipped."""
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    try:
+        header = next(reader)
+    except StopIteration as exc:
+        raise FileRefused(REASON_EMPTY_FILE, "the file is empty") from exc
+
+    def body() -> Iterator[tuple[int, list[str]]]:
+        for cells in reader:
+            if not cells or all(not c.strip() for c in cells):
+                continue
+            yield reader.line_num, cells
+
+    return header, body()
+
+
+# --- Stripe itemized report ----------------------------------------------------------------
+
+# Column names of Stripe's itemized balance change / payout reconciliation reports
+# (docs.stripe.com/reports/report-types and /reports/reporting-categories). Recognised
+# when these are all present; the rest of the report's columns are optional.
+STRIPE_REQUIRED = frozenset(
+    {"balance_transaction_id", "created_utc", "currency", "gross", "fee", "net", "reporting_category"}
+)
+# reporting_category -> canonical type. Partial-capture reversals stay tied to their charge
+# (as an adjustment carrying its charge_id) so the run sees the captured amount.
+STRIPE_CATEGORIES: dict[str, str] = {
+    "charge": "charge",
+    "refund": "refund",
+    "refund_failure": "adjustment",
+    "dispute": "dispute",
+    "dispute_reversal": "dispute_reversal",
+    "fee": "fee",
+    "payout": "payout",
+    "payout_reversal": "adjustment",
+    "partial_capture_reversal": "adjustment",
+}
+
+
+def is_stripe_report(header: list[str]) -> bool:
+    return STRIPE_REQUIRED <= {normalise_header(h) for h in header}
+
+
+def _date_part(text: str) -> date | None:
+    value = text.strip()
+    return parse_when(value, "iso").date() if value else None
+
+
+def parse_stripe_report(text: str) -> Parsed:
+    header, body = csv_rows(text, ",")
+    return Parsed(kind="provider", file_format="stripe_report", rows=_stripe_rows(header, body))
+
+
+def _stripe_rows(header: list[str], body: Iterator[tuple[int, list[str]]]) -> Iterator[dict[str, Any]]:
+    index = {normalise_header(h): i for i, h in enumerate(header)}
+
+    def cell(cells: list[str], name: str) -> str:
+        i = index.get(name)
+        return cells[i].strip() if i is not None and i < len(cells) else ""
+
+    for line, cells in body:
+        if len(cells) != len(header):
+            raise FileRefused(REASON_WRONG_COLUMNS, f"{len(cells)} cells, the header has {len(header)}", line=line)
+        column = "currency"
+        try:
+            currency = currency_normalise(cell(cells, "currency"))
+            category = cell(cells, "reporting_category")
+            kind = STRIPE_CATEGORIES.get(category, "adjustment")
+            column = "created_utc"
+            created = parse_when(cell(cells, "created_utc"), "iso")
+            amounts = {}
+            for name in ("gross", "fee", "net"):
+                column = name
+                amounts[name] = amount_to_minor(cell(cells, name) or "0", currency)
+            column = "automatic_payout_effective_at_utc"
+            payout_date = _date_part(cell(cells, "automatic_payout_effective_at_utc"))
+        except ValueError as exc:
+            reason = REASON_BAD_CURRENCY if column == "currency" else (
+                REASON_BAD_DATE if "utc" in column else REASON_BAD_AMOUNT)
+            raise FileRefused(reason, str(exc), line=line, column=column) from exc
+        source = cell(cells, "source_id")
+        charge_id = cell(cells, "charge_id") or (source if kind == "charge" else "")
+        payout_id = cell(cells, "automatic_payout_id") or (source if kind == "payout" else "")
+        if kind == "payout" and payout_date is None:
+            payout_date = created.date()
+        transaction_id = cell(cells, "balance_transaction_id")
+        if not transaction_id:
+            raise FileRefused(REASON_MISSING_VALUE, "no balance_transaction_id", line=line,
+                              column="balance_transaction_id")
+        yield {
+            "line": line,
+            "transaction_id": transaction_id,
+            "created_at": created,
+            "type": kind,
+            "amount_minor": amounts["gross"],
+            "fee_minor": amounts["fee"],
+            "net_minor": amounts["net"],
+            "currency": currency,
+            "charge_id": charge_id,
+            "order_reference": cell(cells, "payment_metadata[order_id]") or cell(cells, "order_id"),
+            "payout_id": payout_id,
+            "payout_date": payout_date,
+        }
+
+
+# --- camt.053 ------------------------------------------------------------------------------
+
+CAMT053_NS = re.compile(r"^urn:iso:std:iso:20022:tech:xsd:camt\.053\.001\.(\d{2})$")
+
+
+def looks_like_xml(data: bytes) -> bool:
+    head = data[:512].lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.startswith(b"<")
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _find(element: Any, path: str) -> Any:
+    """First descendant along a /-separated path of local names, namespace-agnostic."""
+    current = [element]
+    for part in path.split("/"):
+        current = [child for node in current for child in node if _local(child.tag) == part]
+        if not current:
+            return None
+    return current[0]
+
+
+def _text(element: Any, path: str) -> str:
+    found = _find(element, path)
+    return (found.text or "").strip() if found is not None and found.text else ""
+
+
+def _xml_date(element: Any, path: str) -> date | None:
+    """camt dates are <Dt>YYYY-MM-DD</Dt> or <DtTm>...</DtTm>."""
+    value = _text(element, f"{path}/Dt") or _text(element, f"{path}/DtTm")
+    return parse_when(value, "iso").date() if value else None
+
+
+def parse_camt053(data: bytes) -> Parsed:
+    """Entries (<Ntry>) of every statement: signed amount, currency, booking and value date,
+    account servicer reference, end-to-end id and the unstructured remittance text."""
+    try:
+        root = SafeET.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except DefusedXmlException as exc:
+        raise FileRefused(REASON_XML_FORBIDDEN, "the XML declares a DTD or entities; refused unread") from exc
+    except SafeET.ParseError as exc:
+        raise FileRefused(REASON_XML_INVALID, f"not well-formed XML: {exc}") from exc
+    namespace = root.tag[1:].split("}", 1)[0] if root.tag.startswith("{") else ""
+    match = CAMT053_NS.match(namespace)
+    if not match or int(match.group(1)) < 2:
+        raise FileRefused(REASON_XML_INVALID, "not a camt.053.001.02 (or later) statement")
+    out = Parsed(kind="bank", file_format="camt053")
+    rows: list[dict[str, Any]] = []
+    out.rows = rows
+    entry_no = 0
+    for statement in (n for n in root.iter() if _local(n.tag) == "Stmt"):
+        for entry in (n for n in statement if _local(n.tag) == "Ntry"):
+            entry_no += 1
+            amount_el = _find(entry, "Amt")
+            try:
+                if amount_el is None:
+                    raise ValueError("no <Amt>")
+                currency = currency_normalise(amount_el.get("Ccy", ""))
+                minor = amount_to_minor(amount_el.text or "", currency)
+                indicator = _text(entry, "CdtDbtInd")
+                if indicator not in ("CRDT", "DBIT"):
+                    raise ValueError("CdtDbtInd must be CRDT or DBIT")
+                booking = _xml_date(entry, "BookgDt")
+                if booking is None:
+                    raise ValueError("no booking date")
+                value = _xml_date(entry, "ValDt")
+            except ValueError as exc:
+                raise FileRefused(REASON_BAD_AMOUNT, f"entry {entry_no}: {exc}", line=entry_no, column="Ntry") from exc
+            details = _find(entry, "NtryDtls/TxDtls")
+            end_to_end = _text(details, "Refs/EndToEndId") if details is not None else ""
+            if end_to_end == "NOTPROVIDED":
+                end_to_end = ""
+            remittance = " ".join(
+                (n.text or "").strip() for n in entry.iter() if _local(n.tag) == "Ustrd" and n.text
+            )
+            rows.append({
+                "line": entry_no,
+                "booking_date": booking,
+                "value_date": value,
+                "amount_minor": minor if indicator == "CRDT" else -minor,
+                "currency": currency,
+                "reference": end_to_end,
+                "remittance": remittance,
+                "bank_reference": _text(entry, "AcctSvcrRef"),
+            })
+    return out
+
+
+# --- confirmed layouts ---------------------------------------------------------------------
+
+def header_key(header: list[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\x1f".join(normalise_header(h) for h in header).encode()).hexdigest()
+
+
+def parse_with_layout(text: str, *, kind: str, spec: LayoutSpec) -> Parsed:
+    """Every row of a CSV through a confirmed layout, in canonical units."""
+    header, body = csv_rows(text, spec.delimiter)
+    index = {normalise_header(h): i for i, h in enumerate(header)}
+    positions: dict[str, int] = {}
+    for name, column_header in spec.columns.items():
+        key = normalise_header(column_header)
+        if key not in index:
+            raise FileRefused(REASON_MISSING_COLUMN, f"column {column_header!r} is not in the header",
+                              line=1, column=column_header)
+        positions[name] = index[key]
+    missing = REQUIRED[kind] - set(positions)
+    if missing:
+        raise FileRefused(REASON_MISSING_COLUMN, f"the layout maps no {', '.join(sorted(missing))}", line=1)
+    return Parsed(kind=kind, file_format="layout", rows=_layout_rows(header, body, kind, spec, positions))
+
+
+def _layout_rows(
+    header: list[str], body: Iterator[tuple[int, list[str]]], kind: str, spec: LayoutSpec,
+    positions: dict[str, int],
+) -> Iterator[dict[str, Any]]:
+    width = len(header)
+    for line, cells in body:
+        if len(cells) != width:
+            raise FileRefused(REASON_WRONG_COLUMNS, f"{len(cells)} cells, the header has {width}", line=line)
+        raw = {name: cells[i].strip() for name, i in positions.items()}
+        yield canonical_row(kind=kind, raw=raw, spec=spec, line=line)
+
+
+def canonical_row(*, kind: str, raw: dict[str, str], spec: LayoutSpec, line: int) -> dict[str, Any]:
+    """One mapped row's text cells to canonical values; FileRefused names the bad cell."""
+    header_of = spec.columns
+    for name in REQUIRED[kind]:
+        if not raw.get(name):
+            raise FileRefused(REASON_MISSING_VALUE, f"{name} is empty", line=line, column=header_of.get(name, name))
+    try:
+        currency = currency_normalise(raw["currency"])
+    except ValueError as exc:
+        raise FileRefused(REASON_BAD_CURRENCY, str(exc), line=line, column=header_of["currency"]) from exc
+    row: dict[str, Any] = {"line": line, "currency": currency}
+    for name, text in raw.items():
+        if name == "currency":
+            continue
+        if name in AMOUNT_FIELDS:
+            try:
+                row[f"{name}_minor"] = amount_to_minor(text, currency, decimal_separator=spec.decimal_separator) \
+                    if text else 0
+            except ValueError as exc:
+                raise FileRefused(REASON_BAD_AMOUNT, f"{name}: {exc}", line=line, column=header_of[name]) from exc
+        elif name in DATE_FIELDS:
+            if not text:
+                row[name] = None
+                continue
+            try:
+                when = parse_when(text, spec.date_format)
+            except ValueError as exc:
+                raise FileRefused(REASON_BAD_DATE, f"{name}: {text!r} does not match {spec.date_format!r}",
+                                  line=line, column=header_of[name]) from exc
+            row[name] = when if name in ("ordered_at", "created_at") else when.date()
+        else:
+            row[name] = text
+    if kind == "provider":
+        kind_value = row.get("type", "").lower()
+        if kind_value not in PROVIDER_TYPES:
+            raise FileRefused(REASON_BAD_TYPE, f"type must be one of {', '.join(sorted(PROVIDER_TYPES))}",
+                              line=line, column=header_of["type"])
+        row["type"] = kind_value
+        row.setdefault("fee_minor", 0)
+        row.setdefault("net_minor", row["amount_minor"] - row["fee_minor"])
+    return row
