@@ -19,4 +19,5 @@ urlpatterns = [
     path("", include("dunning.urls")),
     path("", include("approvals.urls")),
     path("", include("integrations.urls")),
+    path("", include("reconciliation.urls")),
 ]

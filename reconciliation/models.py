@@ -92,6 +92,9 @@ class OrderRow(models.Model):
             models.Index(fields=["tenant", "payment_reference"]),
         ]
 
+    def __str__(self) -> str:
+        return f"order {self.order_id}"
+
 
 class ProviderRow(models.Model):
     class Type(models.TextChoices):
@@ -127,6 +130,9 @@ class ProviderRow(models.Model):
             models.Index(fields=["tenant", "payout_id"]),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.type} {self.transaction_id}"
+
 
 class BankRow(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
@@ -144,6 +150,9 @@ class BankRow(models.Model):
     class Meta:
         indexes = [models.Index(fields=["tenant", "currency", "amount_minor"])]
 
+    def __str__(self) -> str:
+        return f"bank {self.booking_date} {self.amount_minor} {self.currency}"
+
 
 class DisputeRow(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
@@ -160,6 +169,9 @@ class DisputeRow(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "dispute_id"])]
+
+    def __str__(self) -> str:
+        return f"dispute {self.dispute_id}"
 
 
 class ContractVersion(models.Model):

@@ -188,8 +188,9 @@ def _fees(breaks: list[BreakItem], labels: dict[int, str]) -> None:
         else:
             why = (f"Chargeback fee on {txn} is {money(fee, currency)}; {label} says {money(expected, currency)}, "
                    f"a difference of {money(diff, currency)}.")
-        breaks.append(BreakItem(engine.FEE_MISMATCH, diff, currency, refs_make(transaction=txn, charge=charge, order=order_id),
-                                why, contract_version=label, contract_version_id=version_id))
+        refs = refs_make(transaction=txn, charge=charge, order=order_id)
+        breaks.append(BreakItem(engine.FEE_MISMATCH, diff, currency, refs, why, contract_version=label,
+                                contract_version_id=version_id))
 
 
 def _payout_temps(tenant_id: int, as_of_day: int) -> None:
@@ -474,13 +475,6 @@ def _previous_resolutions(*, tenant: Tenant, run: Run) -> dict[str, dict[str, An
             "resolved_at": b.resolved_at, "resolved_by": b.resolved_by,
         }
     return carried
-
-
-def run_latest(*, tenant: Tenant, as_of: date | None = None) -> Run | None:
-    runs = Run.objects.filter(tenant=tenant)
-    if as_of is not None:
-        runs = runs.filter(as_of=as_of)
-    return runs.order_by("-created_at", "-pk").first()
 
 
 def break_assign(*, brk: Break, user: Any, actor: str) -> None:

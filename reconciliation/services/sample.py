@@ -53,8 +53,9 @@ def sample_load(*, actor: str, slug: str = SAMPLE_TENANT) -> tuple[Tenant, Run]:
         with tenant_context(tenant):
             if not ContractVersion.objects.filter(tenant=tenant).exists():
                 c = data["contract"]
-                contract_add(tenant=tenant, currency=c["currency"], effective_from=date.fromisoformat(c["effective_from"]),
-                             percent=c["percent"], fixed=c["fixed"], chargeback_fee=c["chargeback_fee"],
+                contract_add(tenant=tenant, currency=c["currency"],
+                             effective_from=date.fromisoformat(c["effective_from"]), percent=c["percent"],
+                             fixed=c["fixed"], chargeback_fee=c["chargeback_fee"],
                              payout_delay_days=c["payout_delay_days"], actor=actor)
             for kind in ("orders", "provider", "bank", "disputes"):
                 # One digest per kind: the workspace bytes plus the kind, so re-loading is refused by sha256.

@@ -18,6 +18,7 @@ from ledger.demo import demo_customers
 from ledger.services import customer_upsert
 from paypilot.models import ApiToken, Role, Tenant
 from paypilot.services import tenant_create, token_issue
+from paypilot.signals import demo_setup_done
 
 ADMIN_USERNAME = "admin"
 DEMO_TOKEN_LABEL = "demo-setup"
@@ -45,6 +46,7 @@ class Command(BaseCommand):
             self.stdout.write(f"demo customers present: {tenant.customers.count()}")
             self._admin_user()
             self._demo_token(tenant)
+        demo_setup_done.send(sender=self.__class__, stdout=self.stdout)
 
     def _admin_user(self) -> None:
         users = get_user_model()
