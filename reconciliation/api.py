@@ -1,4 +1,4 @@
-"""`GET /recon/review?as_of=YYYY-MM-DD[&format=csv]`: the stored payments review (viewer and up)."""
+"""`GET /recon/review?as_of=YYYY-MM-DD[&export=csv]`: the stored payments review (viewer and up)."""
 
 from __future__ import annotations
 
@@ -25,12 +25,12 @@ class ReviewApi(APIView):
         description=(
             "The newest stored run of the token's tenant for `as_of` (or the newest run): as_of, match_rate, "
             "orders, money_in_breaks_minor, breaks, in_transit, disputes_due, todo. The body is the stored JSON "
-            "byte for byte; `X-Recon-Run` and `X-Recon-Input-Digest` name the run. `format=csv` gives a "
+            "byte for byte; `X-Recon-Run` and `X-Recon-Input-Digest` name the run. `export=csv` gives a "
             "spreadsheet-safe CSV. Runs are made by `manage.py recon_run`; this endpoint never computes one."
         ),
         parameters=[
             OpenApiParameter("as_of", OpenApiTypes.DATE, required=False),
-            OpenApiParameter("format", OpenApiTypes.STR, required=False, enum=["json", "csv"]),
+            OpenApiParameter("export", OpenApiTypes.STR, required=False, enum=["json", "csv"]),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -43,9 +43,10 @@ class ReviewApi(APIView):
                 as_of = date.fromisoformat(raw_as_of)
             except ValueError:
                 raise ApiError(422, REASON_BAD_AS_OF, "as_of must be a date, YYYY-MM-DD", field="as_of") from None
-        fmt = request.query_params.get("format", "json")
+        # `export`, not `format`: DRF reserves `?format=` for its own content negotiation.
+        fmt = request.query_params.get("export", "json")
         if fmt not in ("json", "csv"):
-            raise ApiError(422, REASON_BAD_FORMAT, "format must be json or csv", field="format")
+            raise ApiError(422, REASON_BAD_FORMAT, "export must be json or csv", field="export")
         run = run_latest(tenant=principal.tenant, as_of=as_of)
         if run is None:
             raise ApiError(404, REASON_NO_RUN, "no stored run for this date; run `manage.py recon_run` first")
