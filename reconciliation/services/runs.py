@@ -112,8 +112,8 @@ def _build_temps(tenant_id: int, as_of_day: int) -> None:
                     THEN 1 ELSE 0 END AS eff
         FROM (
         SELECT c.transaction_id, c.charge_key, c.currency, c.created_day, c.fee_minor,
-               c.amount_minor + COALESCE(a.total, 0) AS captured,
-               COALESCE(r.total, 0) AS refunded,
+               CAST(c.amount_minor + COALESCE(a.total, 0) AS BIGINT) AS captured,
+               CAST(COALESCE(r.total, 0) AS BIGINT) AS refunded,
                COALESCE(o1.order_id, o2.order_id) AS order_id
         FROM rt_prov c
         LEFT JOIN (SELECT charge_key, SUM(amount_minor) AS total FROM rt_prov
@@ -200,9 +200,9 @@ def _payout_temps(tenant_id: int, as_of_day: int) -> None:
     _x("""CREATE TEMP TABLE rt_payout AS
         SELECT y.*, COALESCE(v.payout_delay_days, 0) AS delay FROM (
           SELECT payout_id, currency, MAX(payout_day) AS payout_day,
-                 CASE WHEN SUM(CASE WHEN type = 'payout' THEN 1 ELSE 0 END) > 0
+                 CAST(CASE WHEN SUM(CASE WHEN type = 'payout' THEN 1 ELSE 0 END) > 0
                       THEN -SUM(CASE WHEN type = 'payout' THEN net_minor ELSE 0 END)
-                      ELSE SUM(net_minor) END AS amount_minor
+                      ELSE SUM(net_minor) END AS BIGINT) AS amount_minor
           FROM rt_prov WHERE payout_id <> '' AND payout_day IS NOT NULL GROUP BY payout_id, currency) y
         LEFT JOIN rt_cv v ON v.currency = y.currency AND y.payout_day >= v.effective_day
              AND y.payout_day < v.until_day
@@ -265,8 +265,8 @@ def _leg2(breaks: list[BreakItem], as_of_day: int) -> list[dict[str, Any]]:
     _x("""CREATE TEMP TABLE rt_cum AS
         SELECT payout_id, currency, payout_day, delay, amount_minor,
                ROW_NUMBER() OVER (PARTITION BY currency ORDER BY payout_day, payout_id) AS ord,
-               SUM(amount_minor) OVER (PARTITION BY currency ORDER BY payout_day, payout_id
-                                       ROWS UNBOUNDED PRECEDING) AS cum_after
+               CAST(SUM(amount_minor) OVER (PARTITION BY currency ORDER BY payout_day, payout_id
+                                            ROWS UNBOUNDED PRECEDING) AS BIGINT) AS cum_after
         FROM rt_payout p WHERE NOT EXISTS (SELECT 1 FROM rt_pmatch m WHERE m.payout_id = p.payout_id)""")
     try:
         _x("CREATE INDEX rt_cum_c ON rt_cum (currency, cum_after)")
