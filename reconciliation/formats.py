@@ -61,6 +61,20 @@ AMOUNT_FIELDS = frozenset({"amount", "fee", "net"})
 PROVIDER_TYPES = frozenset(
     {"charge", "refund", "dispute", "dispute_reversal", "fee", "payout", "adjustment"}
 )
+# Other providers' words for the canonical types (lower case, spaces and _ removed), used
+# when a layout gives no explicit translation. Adyen's settlement details report
+# (Settled, Refunded, Chargeback, ChargebackReversed, MerchantPayout, InvoiceDeduction),
+# PayPal's and Mollie's common English labels.
+TYPE_SYNONYMS: dict[str, str] = {
+    "charge": "charge", "payment": "charge", "sale": "charge", "settled": "charge", "capture": "charge",
+    "captured": "charge",
+    "refund": "refund", "refunded": "refund",
+    "dispute": "dispute", "chargeback": "dispute",
+    "disputereversal": "dispute_reversal", "chargebackreversed": "dispute_reversal",
+    "fee": "fee", "invoicededuction": "fee",
+    "payout": "payout", "merchantpayout": "payout", "transfer": "payout", "settlement": "payout",
+    "adjustment": "adjustment", "balancetransfer": "adjustment",
+}
 
 
 class FileRefused(Exception):
@@ -85,6 +99,9 @@ class LayoutSpec:
     date_format: str
     decimal_separator: str = "."
     delimiter: str = ","
+    # Optional per-field value translation, e.g. {"type": {"Settled": "charge"}}: another
+    # provider's words for the canonical provider types.
+    values: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -433,7 +450,10 @@ def canonical_row(*, kind: str, raw: dict[str, str], spec: LayoutSpec, line: int
         else:
             row[name] = text
     if kind == "provider":
-        kind_value = row.get("type", "").lower()
+        given = row.get("type", "")
+        explicit = {k.strip().lower(): v for k, v in spec.values.get("type", {}).items()}
+        kind_value = explicit.get(given.lower()) or TYPE_SYNONYMS.get(
+            given.lower().replace(" ", "").replace("_", ""), "")
         if kind_value not in PROVIDER_TYPES:
             raise FileRefused(REASON_BAD_TYPE, f"type must be one of {', '.join(sorted(PROVIDER_TYPES))}",
                               line=line, column=header_of["type"])

@@ -57,6 +57,7 @@ class Layout(models.Model):
     header_key = models.CharField(max_length=64)  # sha256 of the normalised header row
     headers = models.JSONField()
     columns = models.JSONField()  # canonical field -> header
+    values = models.JSONField(default=dict, blank=True)  # field -> {export word: canonical value}
     date_format = models.CharField(max_length=64)
     decimal_separator = models.CharField(max_length=1)
     delimiter = models.CharField(max_length=1)

@@ -204,7 +204,7 @@ def _detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout |
             line=1,
         )
     spec = LayoutSpec(columns=layout.columns, date_format=layout.date_format,
-                      decimal_separator=layout.decimal_separator, delimiter=layout.delimiter)
+                      decimal_separator=layout.decimal_separator, delimiter=layout.delimiter, values=layout.values)
     return parse_with_layout(text, kind=kind, spec=spec), layout
 
 
@@ -282,6 +282,10 @@ def layout_save(
     if not isinstance(date_format, str) or not date_format:
         raise FileRefused(REASON_BAD_MAPPING, "mapping.date_format is required (e.g. \"%d/%m/%Y %H:%M\"); "
                           "an ambiguous date is never guessed")
+    values = mapping.get("values", {})
+    if not isinstance(values, dict) or not all(
+            isinstance(v, dict) and all(isinstance(x, str) for x in v.values()) for v in values.values()):
+        raise FileRefused(REASON_BAD_MAPPING, "mapping.values must be an object of field -> {export word: value}")
     if decimal_separator not in (".", ","):
         raise FileRefused(REASON_BAD_MAPPING, "mapping.decimal_separator must be \".\" or \",\"")
     text = decode(sample)
@@ -290,14 +294,15 @@ def layout_save(
     if not isinstance(delimiter, str) or len(delimiter) != 1:
         raise FileRefused(REASON_BAD_MAPPING, "mapping.delimiter must be one character")
     spec = LayoutSpec(columns=columns, date_format=date_format, decimal_separator=decimal_separator,
-                      delimiter=delimiter)
+                      delimiter=delimiter, values=values)
     rows = list(parse_with_layout(text, kind=kind, spec=spec).rows)  # raises on the first bad row
     header, _ = csv_rows(first_line, delimiter)
     key = header_key(header)
     with tenant_context(tenant), transaction.atomic():
         layout, created = Layout.objects.update_or_create(
             tenant=tenant, kind=kind, header_key=key,
-            defaults={"headers": [h.strip() for h in header], "columns": columns, "date_format": date_format,
+            defaults={"headers": [h.strip() for h in header], "columns": columns, "values": values,
+                      "date_format": date_format,
                       "decimal_separator": decimal_separator, "delimiter": delimiter, "actor": actor},
         )
         audit_record(event="reconciliation.layout.confirmed", tenant=tenant, actor=actor,

@@ -33,7 +33,9 @@ ORDER_STATUSES_WITHOUT_CAPTURE = ("cancelled", "canceled", "voided", "void", "fa
 # Dispute statuses with nothing left to decide (evidence sent, or closed).
 DISPUTE_CLOSED = ("won", "lost", "closed", "warning_closed", "under_review", "warning_under_review",
                   "charge_refunded", "accepted", "expired")
-TOKEN = re.compile(r"[A-Za-z0-9_]{6,}")
+# Reference words: ids with hyphens whole (ADY-BATCH-000123) and their parts.
+TOKEN = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*")
+MIN_TOKEN = 6
 TEMP_TABLES = ("rt_orders", "rt_prov", "rt_cap", "rt_payout", "rt_bank", "rt_token", "rt_pmatch", "rt_cv",
                "rt_link", "rt_cum")
 Progress = Callable[[str], None]
@@ -222,7 +224,9 @@ def _payout_temps(tenant_id: int, as_of_day: int) -> None:
     tokens = []
     for bank_id, reference, remittance, bank_reference in _q(
             "SELECT id, reference, remittance, bank_reference FROM rt_bank"):
-        words = set(TOKEN.findall(f"{reference} {remittance} {bank_reference}"))
+        words = set()
+        for word in TOKEN.findall(f"{reference} {remittance} {bank_reference}"):
+            words.update(w for w in (word, *word.split("-")) if len(w) >= MIN_TOKEN)
         tokens.extend((bank_id, w) for w in sorted(words))
     if tokens:
         with connection.cursor() as cursor:
