@@ -388,17 +388,30 @@ def header_key(header: list[str]) -> str:
     return hashlib.sha256("\x1f".join(normalise_header(h) for h in header).encode()).hexdigest()
 
 
+def _header_parts(column_header: str | list[str]) -> list[tuple[int, str]]:
+    """A mapped column: one header, or for an amount a list of headers to add up, a leading
+    "-" subtracting one (separate credit and debit columns: ["Credit", "-Debit"])."""
+    headers = column_header if isinstance(column_header, list) else [column_header]
+    parts = []
+    for h in headers:
+        sign, name = (-1, h[1:]) if isinstance(h, str) and h.startswith("-") else (1, h)
+        parts.append((sign, name))
+    return parts
+
+
 def parse_with_layout(text: str, *, kind: str, spec: LayoutSpec) -> Parsed:
     """Every row of a CSV through a confirmed layout, in canonical units."""
     header, body = csv_rows(text, spec.delimiter)
     index = {normalise_header(h): i for i, h in enumerate(header)}
-    positions: dict[str, int] = {}
+    positions: dict[str, list[tuple[int, int]]] = {}
     for name, column_header in spec.columns.items():
-        key = normalise_header(column_header)
-        if key not in index:
-            raise FileRefused(REASON_MISSING_COLUMN, f"column {column_header!r} is not in the header",
-                              line=1, column=column_header)
-        positions[name] = index[key]
+        parts = _header_parts(column_header)
+        if len(parts) > 1 and name not in AMOUNT_FIELDS:
+            raise FileRefused(REASON_MISSING_COLUMN, f"only amounts can add up several columns, not {name}", line=1)
+        for _, part in parts:
+            if normalise_header(part) not in index:
+                raise FileRefused(REASON_MISSING_COLUMN, f"column {part!r} is not in the header", line=1, column=part)
+        positions[name] = [(sign, index[normalise_header(part)]) for sign, part in parts]
     missing = REQUIRED[kind] - set(positions)
     if missing:
         raise FileRefused(REASON_MISSING_COLUMN, f"the layout maps no {', '.join(sorted(missing))}", line=1)
@@ -407,21 +420,27 @@ def parse_with_layout(text: str, *, kind: str, spec: LayoutSpec) -> Parsed:
 
 def _layout_rows(
     header: list[str], body: Iterator[tuple[int, list[str]]], kind: str, spec: LayoutSpec,
-    positions: dict[str, int],
+    positions: dict[str, list[tuple[int, int]]],
 ) -> Iterator[dict[str, Any]]:
     width = len(header)
+    single = {name: p[0][1] for name, p in positions.items() if len(p) == 1 and p[0][0] == 1}
+    multi = {name: p for name, p in positions.items() if name not in single}
     for line, cells in body:
         if len(cells) != width:
             raise FileRefused(REASON_WRONG_COLUMNS, f"{len(cells)} cells, the header has {width}", line=line)
-        raw = {name: cells[i].strip() for name, i in positions.items()}
+        raw: dict[str, Any] = {name: cells[i].strip() for name, i in single.items()}
+        for name, parts in multi.items():
+            raw[name] = [(sign, cells[i].strip()) for sign, i in parts]
         yield canonical_row(kind=kind, raw=raw, spec=spec, line=line)
 
 
-def canonical_row(*, kind: str, raw: dict[str, str], spec: LayoutSpec, line: int) -> dict[str, Any]:
-    """One mapped row's text cells to canonical values; FileRefused names the bad cell."""
-    header_of = spec.columns
+def canonical_row(*, kind: str, raw: dict[str, Any], spec: LayoutSpec, line: int) -> dict[str, Any]:
+    """One mapped row's text cells to canonical values; FileRefused names the bad cell.
+    An amount mapped to several columns arrives as [(sign, text), ...] and is their sum."""
+    header_of = {k: (" ".join(v) if isinstance(v, list) else v) for k, v in spec.columns.items()}
     for name in REQUIRED[kind]:
-        if not raw.get(name):
+        value = raw.get(name)
+        if not (any(t for _, t in value) if isinstance(value, list) else value):
             raise FileRefused(REASON_MISSING_VALUE, f"{name} is empty", line=line, column=header_of.get(name, name))
     try:
         currency = currency_normalise(raw["currency"])
@@ -432,9 +451,11 @@ def canonical_row(*, kind: str, raw: dict[str, str], spec: LayoutSpec, line: int
         if name == "currency":
             continue
         if name in AMOUNT_FIELDS:
+            parts = text if isinstance(text, list) else [(1, text)]
             try:
-                row[f"{name}_minor"] = amount_to_minor(text, currency, decimal_separator=spec.decimal_separator) \
-                    if text else 0
+                row[f"{name}_minor"] = sum(
+                    sign * amount_to_minor(t, currency, decimal_separator=spec.decimal_separator)
+                    for sign, t in parts if t)
             except ValueError as exc:
                 raise FileRefused(REASON_BAD_AMOUNT, f"{name}: {exc}", line=line, column=header_of[name]) from exc
         elif name in DATE_FIELDS:

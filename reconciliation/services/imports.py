@@ -274,8 +274,11 @@ def layout_save(
     columns = mapping.get("columns")
     date_format = mapping.get("date_format")
     decimal_separator = mapping.get("decimal_separator", ".")
-    if not isinstance(columns, dict) or not all(isinstance(v, str) for v in columns.values()):
-        raise FileRefused(REASON_BAD_MAPPING, "mapping.columns must be an object of field -> header")
+    if not isinstance(columns, dict) or not all(
+            isinstance(v, str) or (isinstance(v, list) and v and all(isinstance(x, str) for x in v))
+            for v in columns.values()):
+        raise FileRefused(REASON_BAD_MAPPING, "mapping.columns must be an object of field -> header "
+                          "(or, for an amount, a list of headers, \"-Header\" subtracting)")
     unknown = sorted(set(columns) - set(CANONICAL[kind]))
     if unknown:
         raise FileRefused(REASON_BAD_MAPPING, f"not {kind} fields: {', '.join(unknown)}")

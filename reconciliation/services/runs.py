@@ -199,13 +199,14 @@ def _payout_temps(tenant_id: int, as_of_day: int) -> None:
     p = {"t": tenant_id, "d": as_of_day}
     # A payout's amount: its own payout row when the export has one, else the net of the
     # rows paid out in it (refunds and dispute debits netted inside are part of that net).
+    # Its date: the export's payout date, else (a settlement batch without one) its last row.
     _x("""CREATE TEMP TABLE rt_payout AS
         SELECT y.*, COALESCE(v.payout_delay_days, 0) AS delay FROM (
-          SELECT payout_id, currency, MAX(payout_day) AS payout_day,
+          SELECT payout_id, currency, COALESCE(MAX(payout_day), MAX(created_day)) AS payout_day,
                  CAST(CASE WHEN SUM(CASE WHEN type = 'payout' THEN 1 ELSE 0 END) > 0
                       THEN -SUM(CASE WHEN type = 'payout' THEN net_minor ELSE 0 END)
                       ELSE SUM(net_minor) END AS BIGINT) AS amount_minor
-          FROM rt_prov WHERE payout_id <> '' AND payout_day IS NOT NULL GROUP BY payout_id, currency) y
+          FROM rt_prov WHERE payout_id <> '' GROUP BY payout_id, currency) y
         LEFT JOIN rt_cv v ON v.currency = y.currency AND y.payout_day >= v.effective_day
              AND y.payout_day < v.until_day
         WHERE y.amount_minor > 0""")
