@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from django.conf import settings
@@ -111,22 +111,25 @@ def _row_values(kind: str, tenant_id: int, file_id: int, rows: Iterable[dict[str
             )
 
 
+def _sqlite_datetime(value: datetime) -> str:
+    """What Django's SQLite backend stores for an aware datetime: naive UTC, ISO with a space."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ")
+
+
 def _adapt(kind: str) -> Callable[[tuple], tuple]:
     """Per-backend value adaptation for raw inserts (what the ORM would do per field)."""
-    ops = connection.ops
-    fields = {f.column: f for f in MODELS[kind]._meta.concrete_fields}
-    adapters: list[Callable[[Any], Any] | None] = []
-    for column in COLUMNS[kind]:
-        internal = fields[column].get_internal_type()
-        if internal == "DateTimeField":
-            adapters.append(ops.adapt_datetimefield_value)
-        elif internal == "DateField":
-            adapters.append(ops.adapt_datefield_value)
-        else:
-            adapters.append(None)
     if connection.vendor == "postgresql":
         return lambda values: values  # psycopg adapts date/datetime itself
-    active = [(i, a) for i, a in enumerate(adapters) if a is not None]
+    if connection.vendor != "sqlite":  # pragma: no cover - the two supported databases
+        raise NotImplementedError(connection.vendor)
+    fields = {f.column: f for f in MODELS[kind]._meta.concrete_fields}
+    active: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, column in enumerate(COLUMNS[kind]):
+        internal = fields[column].get_internal_type()
+        if internal == "DateTimeField":
+            active.append((i, _sqlite_datetime))
+        elif internal == "DateField":
+            active.append((i, date.isoformat))
 
     def adapt(values: tuple) -> tuple:
         out = list(values)
