@@ -124,6 +124,11 @@ _THOUSANDS = re.compile(r"[\s'\u00a0\u202f]")
 _PLAIN = re.compile(r"-?[0-9]{1,15}")
 
 
+@functools.lru_cache(maxsize=256)
+def _exponent(currency: str) -> int:
+    return currency_exponent(currency)
+
+
 def _plain_to_minor(value: str, separator: str, exponent: int) -> int | None:
     """Fast path for the common cell ("-12.50", "1234", "12,5"): integer arithmetic only.
     None when the cell needs the general parser (thousands separators, brackets, ...)."""
@@ -140,7 +145,7 @@ def amount_to_minor(text: str, currency: str, *, decimal_separator: str = ".") -
     units, exactly; ValueError on anything that is not a number with at most the currency's
     decimals (a silently rounded import is how books drift)."""
     value = text.strip()
-    fast = _plain_to_minor(value, decimal_separator, currency_exponent(currency))
+    fast = _plain_to_minor(value, decimal_separator, _exponent(currency))
     if fast is not None:
         return fast
     negative = value.startswith("(") and value.endswith(")")
@@ -241,7 +246,7 @@ def csv_rows(text: str, delimiter: str) -> tuple[list[str], Iterator[tuple[int, 
 
     def body() -> Iterator[tuple[int, list[str]]]:
         for cells in reader:
-            if not cells or all(not c.strip() for c in cells):
+            if not any(cells) or not "".join(cells).strip():  # any() first: the cheap test
                 continue
             yield reader.line_num, cells
 
@@ -275,7 +280,9 @@ def is_stripe_report(header: list[str]) -> bool:
     return STRIPE_REQUIRED <= {normalise_header(h) for h in header}
 
 
+@functools.lru_cache(maxsize=4096)
 def _date_part(text: str) -> date | None:
+    """The date of a report timestamp; cached, payout dates repeat on thousands of rows."""
     value = text.strip()
     return parse_when(value, "iso").date() if value else None
 
@@ -287,37 +294,48 @@ def parse_stripe_report(text: str) -> Parsed:
 
 def _stripe_rows(header: list[str], body: Iterator[tuple[int, list[str]]]) -> Iterator[dict[str, Any]]:
     index = {normalise_header(h): i for i, h in enumerate(header)}
+    width = len(header)
+    # Column positions looked up once; -1 for an optional column the report leaves out.
+    at = {name: index.get(name, -1) for name in (
+        "balance_transaction_id", "created_utc", "currency", "gross", "fee", "net", "reporting_category",
+        "source_id", "charge_id", "automatic_payout_id", "automatic_payout_effective_at_utc",
+        "payment_metadata[order_id]", "order_id")}
+    (i_txn, i_created, i_currency, i_gross, i_fee, i_net, i_category, i_source, i_charge, i_payout, i_payout_at,
+     i_meta_order, i_order) = at.values()
+    currencies: dict[str, str] = {}
 
-    def cell(cells: list[str], name: str) -> str:
-        i = index.get(name)
-        return cells[i].strip() if i is not None and i < len(cells) else ""
+    def cell(cells: list[str], i: int) -> str:
+        return cells[i].strip() if i >= 0 else ""
 
     for line, cells in body:
-        if len(cells) != len(header):
-            raise FileRefused(REASON_WRONG_COLUMNS, f"{len(cells)} cells, the header has {len(header)}", line=line)
+        if len(cells) != width:
+            raise FileRefused(REASON_WRONG_COLUMNS, f"{len(cells)} cells, the header has {width}", line=line)
         column = "currency"
         try:
-            currency = currency_normalise(cell(cells, "currency"))
-            category = cell(cells, "reporting_category")
-            kind = STRIPE_CATEGORIES.get(category, "adjustment")
+            raw_currency = cells[i_currency]
+            currency = currencies.get(raw_currency) or currencies.setdefault(raw_currency,
+                                                                             currency_normalise(raw_currency))
+            kind = STRIPE_CATEGORIES.get(cells[i_category].strip(), "adjustment")
             column = "created_utc"
-            created = parse_when(cell(cells, "created_utc"), "iso")
-            amounts = {}
-            for name in ("gross", "fee", "net"):
-                column = name
-                amounts[name] = amount_to_minor(cell(cells, name) or "0", currency)
+            created = parse_when(cells[i_created], "iso")
+            column = "gross"
+            gross = amount_to_minor(cells[i_gross] or "0", currency)
+            column = "fee"
+            fee = amount_to_minor(cells[i_fee] or "0", currency)
+            column = "net"
+            net = amount_to_minor(cells[i_net] or "0", currency)
             column = "automatic_payout_effective_at_utc"
-            payout_date = _date_part(cell(cells, "automatic_payout_effective_at_utc"))
+            payout_date = _date_part(cell(cells, i_payout_at))
         except ValueError as exc:
             reason = REASON_BAD_CURRENCY if column == "currency" else (
                 REASON_BAD_DATE if "utc" in column else REASON_BAD_AMOUNT)
             raise FileRefused(reason, str(exc), line=line, column=column) from exc
-        source = cell(cells, "source_id")
-        charge_id = cell(cells, "charge_id") or (source if kind == "charge" else "")
-        payout_id = cell(cells, "automatic_payout_id") or (source if kind == "payout" else "")
+        source = cell(cells, i_source)
+        charge_id = cell(cells, i_charge) or (source if kind == "charge" else "")
+        payout_id = cell(cells, i_payout) or (source if kind == "payout" else "")
         if kind == "payout" and payout_date is None:
             payout_date = created.date()
-        transaction_id = cell(cells, "balance_transaction_id")
+        transaction_id = cells[i_txn].strip()
         if not transaction_id:
             raise FileRefused(REASON_MISSING_VALUE, "no balance_transaction_id", line=line,
                               column="balance_transaction_id")
@@ -326,12 +344,12 @@ def _stripe_rows(header: list[str], body: Iterator[tuple[int, list[str]]]) -> It
             "transaction_id": transaction_id,
             "created_at": created,
             "type": kind,
-            "amount_minor": amounts["gross"],
-            "fee_minor": amounts["fee"],
-            "net_minor": amounts["net"],
+            "amount_minor": gross,
+            "fee_minor": fee,
+            "net_minor": net,
             "currency": currency,
             "charge_id": charge_id,
-            "order_reference": cell(cells, "payment_metadata[order_id]") or cell(cells, "order_id"),
+            "order_reference": cell(cells, i_meta_order) or cell(cells, i_order),
             "payout_id": payout_id,
             "payout_date": payout_date,
         }
