@@ -15,7 +15,7 @@ from paypilot.auth import authorize
 from reconciliation.selectors import review_csv, run_latest
 
 REASON_BAD_AS_OF = "invalid_as_of"
-REASON_BAD_FORMAT = "invalid_format"
+REASON_BAD_FORMAT = "invalid_export"
 REASON_NO_RUN = "run_not_found"
 
 

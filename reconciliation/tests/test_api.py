@@ -37,7 +37,7 @@ def test_clear_json_errors(api_client_for, tenant, stored) -> None:
     client = api_client_for(tenant, "viewer")
     bad = client.get("/recon/review", {"as_of": "16/11/2026"})
     assert bad.status_code == 422 and bad.json()["error"] == "invalid_as_of" and bad.json()["field"] == "as_of"
-    assert client.get("/recon/review", {"export": "xlsx"}).json()["error"] == "invalid_format"
+    assert client.get("/recon/review", {"export": "xlsx"}).json()["error"] == "invalid_export"
     missing = client.get("/recon/review", {"as_of": "2026-01-01"})
     assert missing.status_code == 404 and missing.json()["error"] == "run_not_found"
     from rest_framework.test import APIClient
