@@ -24,6 +24,7 @@ class Kind(models.TextChoices):
 class FileFormat(models.TextChoices):
     STRIPE_REPORT = "stripe_report"  # Stripe itemized balance / payout reconciliation report
     CAMT053 = "camt053"  # ISO 20022 camt.053 bank-to-customer statement
+    MT940 = "mt940"  # SWIFT MT940 customer statement (through the mt-940 library)
     LAYOUT = "layout"  # any other CSV, through a confirmed layout
     SAMPLE = "sample"  # the shipped sample workspace (canonical JSON)
 

@@ -23,8 +23,10 @@ from reconciliation.formats import (
     decode,
     header_key,
     is_stripe_report,
+    looks_like_mt940,
     looks_like_xml,
     parse_camt053,
+    parse_mt940,
     parse_stripe_report,
     parse_with_layout,
     sniff_delimiter,
@@ -189,6 +191,10 @@ def _detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout |
             raise FileRefused(REASON_WRONG_KIND, "an XML file imports only as kind bank (camt.053)")
         return parse_camt053(data), None
     text = decode(data)
+    if looks_like_mt940(text):
+        if kind != Kind.BANK:
+            raise FileRefused(REASON_WRONG_KIND, "an MT940 statement imports only as kind bank")
+        return parse_mt940(text), None
     first_line = text.split("\n", 1)[0]
     header, _ = csv_rows(first_line, ",")
     if is_stripe_report(header):

@@ -211,10 +211,13 @@ def _payout_temps(tenant_id: int, as_of_day: int) -> None:
              AND y.payout_day < v.until_day
         WHERE y.amount_minor > 0""")
     _x("CREATE INDEX rt_payout_id ON rt_payout (payout_id)")
+    # The same statement line in two overlapping statements (same bank reference, day and
+    # amount) counts once; lines without a bank reference are all kept.
     _x("""CREATE TEMP TABLE rt_bank AS
         SELECT id, booking_day, amount_minor, currency, reference, remittance, bank_reference FROM (
           SELECT b.*, ROW_NUMBER() OVER (
-                   PARTITION BY CASE WHEN b.bank_reference <> '' THEN b.bank_reference ELSE CAST(b.id AS TEXT) END
+                   PARTITION BY CASE WHEN b.bank_reference <> '' THEN b.bank_reference ELSE CAST(b.id AS TEXT) END,
+                                b.booking_day, b.amount_minor, b.currency
                    ORDER BY b.id DESC) AS rn
           FROM reconciliation_bankrow b WHERE b.tenant_id = %(t)s AND b.booking_day <= %(d)s
                AND b.amount_minor > 0) x

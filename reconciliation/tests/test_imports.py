@@ -135,3 +135,41 @@ def test_commands_print_json_and_exit_non_zero_on_refusal(tenant, tmp_path) -> N
                  "--mapping", str(EXPORTS / "orders.mapping.json"), "--sample", str(EXPORTS / "shop_orders.csv"),
                  stdout=saved)
     assert json.loads(saved.getvalue())["kind"] == "orders"
+
+
+MT940 = """:20:STARTUMS
+:25:DE12345678901234567890
+:28C:00001/001
+:60F:C261110EUR1000,00
+:61:2611121112C146,75NTRFNONREF//EB1
+:86:ADYEN N.V. ADY-BATCH-000123
+:61:2611131114D1800,00NTRFRENT-11//EB2
+:86:RENT NOVEMBER
+:62F:D261113EUR653,25
+-
+"""
+
+
+def test_mt940_statement_imports_as_bank_with_no_mapping(tenant) -> None:
+    from reconciliation.models import BankRow
+
+    batch = file_import(tenant=tenant, kind="bank", filename="s.sta", data=MT940.encode(), actor="test")
+    assert (batch.file_format, batch.rows) == ("mt940", 2)
+    rows = list(BankRow.objects.order_by("line").values_list(
+        "booking_date", "value_date", "amount_minor", "currency", "reference", "remittance", "bank_reference"))
+    from datetime import date
+
+    assert rows == [
+        (date(2026, 11, 12), date(2026, 11, 12), 14675, "EUR", "", "ADYEN N.V. ADY-BATCH-000123", "EB1"),
+        (date(2026, 11, 14), date(2026, 11, 13), -180000, "EUR", "RENT-11", "RENT NOVEMBER", "EB2"),
+    ]
+    with pytest.raises(FileRefused) as caught:
+        file_import(tenant=tenant, kind="orders", filename="s2.sta", data=MT940.encode() + b"\n", actor="test")
+    assert caught.value.reason == "wrong_kind_for_format"
+
+
+def test_a_broken_mt940_statement_is_refused_whole(tenant) -> None:
+    broken = MT940.replace("C146,75", "C14x6,75")
+    with pytest.raises(FileRefused):
+        file_import(tenant=tenant, kind="bank", filename="s.sta", data=broken.encode(), actor="test")
+    assert not ImportFile.objects.exists()
