@@ -222,21 +222,27 @@ def _payout_temps(tenant_id: int, as_of_day: int) -> None:
           FROM reconciliation_bankrow b WHERE b.tenant_id = %(t)s AND b.booking_day <= %(d)s
                AND b.amount_minor > 0) x
         WHERE rn = 1""", p)
-    _x("CREATE TEMP TABLE rt_token (bank_id BIGINT, token VARCHAR(255))")
+    # Temporary tables have no keys: every column a later join or NOT EXISTS looks up gets
+    # an index, or those lookups would scan (quadratic in payouts x bank lines).
+    _x("CREATE INDEX rt_bank_id ON rt_bank (id)")
+    _x("CREATE INDEX rt_bank_amount ON rt_bank (currency, amount_minor)")
+    _x("CREATE TEMP TABLE rt_token (bank_id BIGINT, token VARCHAR(255), currency VARCHAR(3))")
     # Words of each credit's references, so a payout id inside free text joins on equality.
     # One pass over the credits (linear), not a comparison of every credit with every payout.
     tokens = []
-    for bank_id, reference, remittance, bank_reference in _q(
-            "SELECT id, reference, remittance, bank_reference FROM rt_bank"):
+    for bank_id, reference, remittance, bank_reference, currency in _q(
+            "SELECT id, reference, remittance, bank_reference, currency FROM rt_bank"):
         words = set()
         for word in TOKEN.findall(f"{reference} {remittance} {bank_reference}"):
             words.update(w for w in (word, *word.split("-")) if len(w) >= MIN_TOKEN)
-        tokens.extend((bank_id, w) for w in sorted(words))
+        tokens.extend((bank_id, w, currency) for w in sorted(words))
     if tokens:
         with connection.cursor() as cursor:
-            cursor.executemany("INSERT INTO rt_token (bank_id, token) VALUES (%s, %s)", tokens)
+            cursor.executemany("INSERT INTO rt_token (bank_id, token, currency) VALUES (%s, %s, %s)", tokens)
     _x("CREATE INDEX rt_token_t ON rt_token (token)")
     _x("CREATE TEMP TABLE rt_pmatch (payout_id VARCHAR(128), bank_id BIGINT, how VARCHAR(16))")
+    _x("CREATE INDEX rt_pmatch_p ON rt_pmatch (payout_id)")
+    _x("CREATE INDEX rt_pmatch_b ON rt_pmatch (bank_id)")
 
 
 def _leg2(breaks: list[BreakItem], as_of_day: int) -> list[dict[str, Any]]:
@@ -247,14 +253,14 @@ def _leg2(breaks: list[BreakItem], as_of_day: int) -> list[dict[str, Any]]:
     #    payouts that no other credit names compares the sum of those payouts.
     _x("""CREATE TEMP TABLE rt_link AS
         SELECT DISTINCT t.bank_id, p.payout_id FROM rt_token t
-        JOIN rt_payout p ON p.payout_id = t.token
-        JOIN rt_bank b ON b.id = t.bank_id AND b.currency = p.currency""")
+        JOIN rt_payout p ON p.payout_id = t.token AND p.currency = t.currency""")
     try:
         _x("""INSERT INTO rt_pmatch (payout_id, bank_id, how)
-            SELECT l.payout_id, l.bank_id, 'reference' FROM rt_link l
-            JOIN (SELECT bank_id, COUNT(*) AS n FROM rt_link GROUP BY bank_id) nb ON nb.bank_id = l.bank_id
-            JOIN (SELECT payout_id, COUNT(*) AS n FROM rt_link GROUP BY payout_id) np ON np.payout_id = l.payout_id
-            WHERE nb.n = 1 OR np.n = 1""")
+            SELECT payout_id, bank_id, 'reference' FROM (
+              SELECT l.payout_id, l.bank_id, COUNT(*) OVER (PARTITION BY l.bank_id) AS nb,
+                     COUNT(*) OVER (PARTITION BY l.payout_id) AS np
+              FROM rt_link l) x
+            WHERE nb = 1 OR np = 1""")
     finally:
         _x("DROP TABLE IF EXISTS rt_link")
     # 2. By amount within the date window, one to one (mutual nearest by date, then ids).
