@@ -236,19 +236,30 @@ def sniff_delimiter(first_line: str) -> str:
     return next(d for d in (",", ";", "\t", "|") if counts[d] == best) if best else ","
 
 
-def csv_rows(text: str, delimiter: str) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+def text_stream(data: bytes) -> io.TextIOBase:
+    """The bytes as UTF-8 text read lazily: a 200 MB export is not held twice (bytes and str)."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline="")
+
+
+def csv_rows(text: str | io.TextIOBase, delimiter: str) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     """The header and an iterator of (line number, cells), blank lines skipped."""
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    reader = csv.reader(io.StringIO(text) if isinstance(text, str) else text, delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration as exc:
         raise FileRefused(REASON_EMPTY_FILE, "the file is empty") from exc
+    except UnicodeDecodeError as exc:
+        raise FileRefused(REASON_BAD_ENCODING, "the file is not UTF-8 text", line=1) from exc
 
     def body() -> Iterator[tuple[int, list[str]]]:
-        for cells in reader:
-            if not any(cells) or not "".join(cells).strip():  # any() first: the cheap test
-                continue
-            yield reader.line_num, cells
+        try:
+            for cells in reader:
+                if not any(cells) or not "".join(cells).strip():  # any() first: the cheap test
+                    continue
+                yield reader.line_num, cells
+        except UnicodeDecodeError as exc:
+            raise FileRefused(REASON_BAD_ENCODING, "the file is not UTF-8 text",
+                              line=reader.line_num + 1) from exc
 
     return header, body()
 
@@ -287,7 +298,7 @@ def _date_part(text: str) -> date | None:
     return parse_when(value, "iso").date() if value else None
 
 
-def parse_stripe_report(text: str) -> Parsed:
+def parse_stripe_report(text: str | io.TextIOBase) -> Parsed:
     header, body = csv_rows(text, ",")
     return Parsed(kind="provider", file_format="stripe_report", rows=_stripe_rows(header, body))
 
@@ -524,7 +535,7 @@ def _header_parts(column_header: str | list[str]) -> list[tuple[int, str]]:
     return parts
 
 
-def parse_with_layout(text: str, *, kind: str, spec: LayoutSpec) -> Parsed:
+def parse_with_layout(text: str | io.TextIOBase, *, kind: str, spec: LayoutSpec) -> Parsed:
     """Every row of a CSV through a confirmed layout, in canonical units."""
     header, body = csv_rows(text, spec.delimiter)
     index = {normalise_header(h): i for i, h in enumerate(header)}

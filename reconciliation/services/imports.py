@@ -30,6 +30,7 @@ from reconciliation.formats import (
     parse_stripe_report,
     parse_with_layout,
     sniff_delimiter,
+    text_stream,
 )
 from reconciliation.models import BankRow, DisputeRow, ImportFile, Kind, Layout, OrderRow, ProviderRow
 
@@ -190,17 +191,18 @@ def _detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout |
         if kind != Kind.BANK:
             raise FileRefused(REASON_WRONG_KIND, "an XML file imports only as kind bank (camt.053)")
         return parse_camt053(data), None
-    text = decode(data)
-    if looks_like_mt940(text):
+    # Recognise from the head; the body is then decoded as it is read (text_stream).
+    head = decode(data[:65536].rsplit(b"\n", 1)[0] if len(data) > 65536 else data)
+    if looks_like_mt940(head):
         if kind != Kind.BANK:
             raise FileRefused(REASON_WRONG_KIND, "an MT940 statement imports only as kind bank")
-        return parse_mt940(text), None
-    first_line = text.split("\n", 1)[0]
+        return parse_mt940(decode(data)), None
+    first_line = head.split("\n", 1)[0]
     header, _ = csv_rows(first_line, ",")
     if is_stripe_report(header):
         if kind != Kind.PROVIDER:
             raise FileRefused(REASON_WRONG_KIND, "a Stripe balance report imports only as kind provider")
-        return parse_stripe_report(text), None
+        return parse_stripe_report(text_stream(data)), None
     delimiter = sniff_delimiter(first_line)
     header, _ = csv_rows(first_line, delimiter)
     layout = Layout.objects.filter(tenant=tenant, kind=kind, header_key=header_key(header)).first()
@@ -214,7 +216,7 @@ def _detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout |
         )
     spec = LayoutSpec(columns=layout.columns, date_format=layout.date_format,
                       decimal_separator=layout.decimal_separator, delimiter=layout.delimiter, values=layout.values)
-    return parse_with_layout(text, kind=kind, spec=spec), layout
+    return parse_with_layout(text_stream(data), kind=kind, spec=spec), layout
 
 
 def file_import(

@@ -173,3 +173,11 @@ def test_a_broken_mt940_statement_is_refused_whole(tenant) -> None:
     with pytest.raises(FileRefused):
         file_import(tenant=tenant, kind="bank", filename="s.sta", data=broken.encode(), actor="test")
     assert not ImportFile.objects.exists()
+
+
+def test_a_file_that_is_not_utf8_is_refused_with_its_line(tenant) -> None:
+    layout_save(tenant=tenant, kind="orders", mapping=MAPPING, sample=ORDERS_CSV.encode(), actor="test")
+    latin1 = (ORDERS_CSV + "A-3,2026-11-03 09:00,5.00,USD\nMüller,2026-11-03 09:00,5.00,USD\n").encode("latin-1")
+    with pytest.raises(FileRefused) as caught:
+        file_import(tenant=tenant, kind="orders", filename="o.csv", data=latin1, actor="test")
+    assert caught.value.reason == "bad_encoding" and not ImportFile.objects.exists()
