@@ -52,6 +52,14 @@ def _x(sql: str, params: dict[str, Any] | None = None) -> None:
         cursor.execute(sql, params or {})
 
 
+def _analyze(*tables: str) -> None:
+    """PostgreSQL never auto-analyses temporary tables; without statistics its planner picks
+    nested scans that are quadratic at a million rows. SQLite plans from the indexes."""
+    if connection.vendor == "postgresql":
+        for name in tables:
+            _x(f"ANALYZE {name}")
+
+
 def _drop_temps() -> None:
     for name in TEMP_TABLES:
         _x(f"DROP TABLE IF EXISTS {name}")
@@ -85,6 +93,7 @@ def _build_temps(tenant_id: int, as_of_day: int) -> None:
         WHERE rn = 1 AND status NOT IN {_in(ORDER_STATUSES_WITHOUT_CAPTURE)}""", p)
     _x("CREATE INDEX rt_orders_id ON rt_orders (order_id)")
     _x("CREATE INDEX rt_orders_ref ON rt_orders (payment_reference)")
+    _analyze("rt_orders")
     _x("""CREATE TEMP TABLE rt_prov AS
         SELECT transaction_id, created_day, type, amount_minor, fee_minor, net_minor, currency,
                CASE WHEN charge_id <> '' THEN charge_id WHEN type = 'charge' THEN transaction_id ELSE '' END
@@ -94,6 +103,7 @@ def _build_temps(tenant_id: int, as_of_day: int) -> None:
           FROM reconciliation_providerrow p WHERE p.tenant_id = %(t)s AND p.created_day <= %(d)s) x
         WHERE rn = 1""", p)
     _x("CREATE INDEX rt_prov_charge ON rt_prov (type, charge_key)")
+    _analyze("rt_prov")
     _x("""CREATE TEMP TABLE rt_cv AS
         SELECT id, currency, version, effective_day, percent_micro, fixed_minor, chargeback_fee_minor,
                payout_delay_days,
@@ -129,6 +139,8 @@ def _build_temps(tenant_id: int, as_of_day: int) -> None:
                AND o2.order_id = c.order_reference
         WHERE c.type = 'charge') z""")
     _x("CREATE INDEX rt_cap_order ON rt_cap (order_id)")
+    _x("CREATE INDEX rt_cap_charge ON rt_cap (charge_key)")
+    _analyze("rt_cv", "rt_cap")
 
 
 def _leg1(breaks: list[BreakItem]) -> tuple[int, int]:
@@ -240,6 +252,7 @@ def _payout_temps(tenant_id: int, as_of_day: int) -> None:
         with connection.cursor() as cursor:
             cursor.executemany("INSERT INTO rt_token (bank_id, token, currency) VALUES (%s, %s, %s)", tokens)
     _x("CREATE INDEX rt_token_t ON rt_token (token)")
+    _analyze("rt_payout", "rt_bank", "rt_token")
     _x("CREATE TEMP TABLE rt_pmatch (payout_id VARCHAR(128), bank_id BIGINT, how VARCHAR(16))")
     _x("CREATE INDEX rt_pmatch_p ON rt_pmatch (payout_id)")
     _x("CREATE INDEX rt_pmatch_b ON rt_pmatch (bank_id)")
@@ -274,22 +287,27 @@ def _leg2(breaks: list[BreakItem], as_of_day: int) -> list[dict[str, Any]]:
           WHERE NOT EXISTS (SELECT 1 FROM rt_pmatch m WHERE m.payout_id = p.payout_id)
             AND NOT EXISTS (SELECT 1 FROM rt_pmatch m WHERE m.bank_id = b.id)) x
         WHERE rp = 1 AND rb = 1""", {"w": window})
+    _analyze("rt_pmatch")
     # 3. A run of consecutive unmatched payouts (by date) summing exactly to one credit:
-    #    cumulative sums turn "sums to" into an equality join.
+    #    cumulative sums turn "sums to" into an equality join (on an index of cum_before).
     _x("""CREATE TEMP TABLE rt_cum AS
-        SELECT payout_id, currency, payout_day, delay, amount_minor,
+        SELECT payout_id, currency, payout_day, delay, amount_minor, cum_after, cum_after - amount_minor AS cum_before,
+               ord
+        FROM (SELECT payout_id, currency, payout_day, delay, amount_minor,
                ROW_NUMBER() OVER (PARTITION BY currency ORDER BY payout_day, payout_id) AS ord,
                CAST(SUM(amount_minor) OVER (PARTITION BY currency ORDER BY payout_day, payout_id
                                             ROWS UNBOUNDED PRECEDING) AS BIGINT) AS cum_after
-        FROM rt_payout p WHERE NOT EXISTS (SELECT 1 FROM rt_pmatch m WHERE m.payout_id = p.payout_id)""")
+        FROM rt_payout p WHERE NOT EXISTS (SELECT 1 FROM rt_pmatch m WHERE m.payout_id = p.payout_id)) c""")
     try:
-        _x("CREATE INDEX rt_cum_c ON rt_cum (currency, cum_after)")
+        _x("CREATE INDEX rt_cum_c ON rt_cum (currency, cum_before)")
+        _x("CREATE INDEX rt_cum_d ON rt_cum (currency, payout_day)")
+        _analyze("rt_cum")
         groups = _q("""
             SELECT b.id, i.ord, j.ord, j.currency FROM rt_bank b
             JOIN rt_cum j ON j.currency = b.currency AND j.payout_day <= b.booking_day
                  AND j.payout_day >= b.booking_day - j.delay - %(w)s
             JOIN rt_cum i ON i.currency = j.currency AND i.ord < j.ord
-                 AND i.cum_after - i.amount_minor = j.cum_after - b.amount_minor
+                 AND i.cum_before = j.cum_after - b.amount_minor
                  AND i.payout_day + i.delay + %(w)s >= b.booking_day
             WHERE NOT EXISTS (SELECT 1 FROM rt_pmatch m WHERE m.bank_id = b.id)
             ORDER BY b.booking_day, b.id, j.ord - i.ord, i.ord""", {"w": window})
