@@ -6,8 +6,7 @@ camt.053 statement and P payouts' bank lines), imports them with `file_import` (
 `recon_import` and the admin use) and runs `run_create`. About 1% of orders carry a
 planted break (missing, short or duplicate captures, fee off by a cent, short payouts), so
 the run does real work. SQLite by default (a fresh file); `--postgres URL` migrates and
-uses that database instead (use your own database name: it is emptied of reconciliation
-rows first). Run twice at two sizes to see that cost grows linearly.
+uses that database instead (use your own database name; each run adds a new tenant). Run twice at two sizes to see that cost grows linearly.
 
 Usage: .venv/bin/python bench/recon.py [--orders 1000000] [--payouts 20000] [--cpu 0]
        [--postgres postgres://postgres@127.0.0.1:5432/pp_rec_bench]
@@ -124,8 +123,8 @@ def main() -> None:
     from reconciliation.services.imports import file_import, layout_save
     from reconciliation.services.runs import run_create
 
-    Tenant.objects.filter(slug="bench-recon").delete()
-    tenant = tenant_create(slug="bench-recon", name="Bench")
+    # A new tenant each time (audit rows keep old ones): runs never see an earlier run's rows.
+    tenant = tenant_create(slug=f"bench-recon-{Tenant.objects.count() + 1}", name="Bench")
     contract_add(tenant=tenant, currency="USD", effective_from=date(2026, 1, 1), percent="2.9", fixed="0.30",
                  chargeback_fee="15.00", payout_delay_days=2, actor="bench")
     started = time.perf_counter()
