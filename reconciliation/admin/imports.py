@@ -80,7 +80,8 @@ class ImportFileAdmin(TenantScopedReadOnlyAdmin):
             raise PermissionDenied
         form = UploadForm(request.POST or None, request.FILES or None)
         platform = admin_is_platform(request.user)
-        form.fields["tenant"].queryset = Tenant.objects.all() if platform else Tenant.objects.none()
+        tenant_field: Any = form.fields["tenant"]
+        tenant_field.queryset = Tenant.objects.all() if platform else Tenant.objects.none()
         context: dict[str, Any] = {**self.admin_site.each_context(request), "opts": self.model._meta,
                                    "title": "Upload an export", "form": form,
                                    "limit": settings.PAYPILOT_RECON_MAX_FILE_BYTES}
@@ -124,7 +125,8 @@ class ImportFileAdmin(TenantScopedReadOnlyAdmin):
     def confirm_view(self, request: HttpRequest) -> HttpResponse:
         if request.method != "POST" or not self.has_view_permission(request):
             raise PermissionDenied
-        chosen = Tenant.objects.filter(pk=request.POST.get("tenant")).first()
+        raw_tenant = request.POST.get("tenant", "")
+        chosen = Tenant.objects.filter(pk=int(raw_tenant)).first() if raw_tenant.isdigit() else None
         try:
             tenant = self._tenant(request, chosen)
             digest = request.POST.get("digest", "")

@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -144,5 +145,5 @@ class BreakAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type
         return TemplateResponse(request, "admin/reconciliation/break/resolve.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "title": "Resolve breaks",
             "breaks": queryset, "form": form, "action": "resolve_selected",
-            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         })

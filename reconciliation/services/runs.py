@@ -241,10 +241,10 @@ def _payout_temps(tenant_id: int, as_of_day: int) -> None:
     _x("CREATE TEMP TABLE rt_token (bank_id BIGINT, token VARCHAR(255), currency VARCHAR(3))")
     # Words of each credit's references, so a payout id inside free text joins on equality.
     # One pass over the credits (linear), not a comparison of every credit with every payout.
-    tokens = []
+    tokens: list[tuple[int, str, str]] = []
     for bank_id, reference, remittance, bank_reference, currency in _q(
             "SELECT id, reference, remittance, bank_reference, currency FROM rt_bank"):
-        words = set()
+        words: set[str] = set()
         for word in TOKEN.findall(f"{reference} {remittance} {bank_reference}"):
             words.update(w for w in (word, *word.split("-")) if len(w) >= MIN_TOKEN)
         tokens.extend((bank_id, w, currency) for w in sorted(words))
