@@ -1,8 +1,8 @@
-"""Core signals: hooks through which apps lower in the import order extend core commands."""
+"""Core signals: hooks through which apps extend core commands without being named by them."""
 
 from django.dispatch import Signal
 
-# Sent by `manage.py demo_setup` after the demo tenant exists, with `stdout` (the command's
-# output stream). Lets an app that ledger must not import (reconciliation) add its own
-# demo data without ledger naming it.
+# Sent by `manage.py demo_setup` after the demo tenant and its story exist, with `stdout`
+# (the command's output stream). The reconciliation app loads its sample workspace into
+# the separate `sample` tenant from here, so demo_setup needs no knowledge of it.
 demo_setup_done = Signal()
