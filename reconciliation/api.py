@@ -6,7 +6,8 @@ from datetime import date
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -17,6 +18,10 @@ from reconciliation.selectors import review_csv, run_latest
 REASON_BAD_AS_OF = "invalid_as_of"
 REASON_BAD_FORMAT = "invalid_export"
 REASON_NO_RUN = "run_not_found"
+_ERROR = inline_serializer("ReconError", {
+    "error": serializers.CharField(), "detail": serializers.CharField(),
+    "field": serializers.CharField(required=False), "refusal_id": serializers.IntegerField(required=False),
+})
 
 
 class ReviewApi(APIView):
@@ -32,7 +37,12 @@ class ReviewApi(APIView):
             OpenApiParameter("as_of", OpenApiTypes.DATE, required=False),
             OpenApiParameter("export", OpenApiTypes.STR, required=False, enum=["json", "csv"]),
         ],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            (200, "application/json"): OpenApiTypes.OBJECT,
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="export=csv: spreadsheet-safe CSV"),
+            404: OpenApiResponse(_ERROR, description="run_not_found: no stored run (for that as_of)"),
+            422: OpenApiResponse(_ERROR, description="invalid_as_of or invalid_export"),
+        },
     )
     def get(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="recon.read")
