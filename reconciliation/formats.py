@@ -22,7 +22,16 @@ from typing import Any
 from defusedxml import DefusedXmlException
 from defusedxml import ElementTree as SafeET
 
-from paypilot.money import currency_exponent, currency_normalise
+from paypilot.money import currency_exponent, currency_known
+from paypilot.money import currency_normalise as _normalise
+
+
+def currency_normalise(code: str) -> str:
+    """Upper-case ISO 4217 code one can pay in; ValueError for QQQ, XXX, fund codes."""
+    value = _normalise(code)
+    if not currency_known(value):
+        raise ValueError(f"{value} is not an ISO 4217 currency")
+    return value
 
 # Reason codes (the JSON `reason` of a refused file).
 REASON_BAD_AMOUNT = "bad_amount"

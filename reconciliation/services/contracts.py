@@ -9,10 +9,10 @@ from django.db import transaction
 from django.db.models import Max
 
 from paypilot.models import Tenant
-from paypilot.money import currency_normalise, percent_to_micro, to_minor
+from paypilot.money import percent_to_micro, to_minor
 from paypilot.services import audit_record
 from paypilot.tenancy import tenant_context
-from reconciliation.formats import day_number
+from reconciliation.formats import currency_normalise, day_number
 from reconciliation.models import ContractVersion
 
 # A fee above this is a misread (29 instead of 2.9), not a contract: refused, never stored.

@@ -103,3 +103,11 @@ def test_hostile_xml_is_refused_unread(payload: bytes) -> None:
     with pytest.raises(FileRefused) as caught:
         parse_camt053(payload)
     assert caught.value.reason == "xml_forbidden"
+
+
+def test_an_unknown_currency_code_is_refused() -> None:
+    text = ("balance_transaction_id,created_utc,currency,gross,fee,net,reporting_category\n"
+            "txn_1,2026-11-03 10:00:04,qqq,42.00,1.52,40.48,charge\n")
+    with pytest.raises(FileRefused) as caught:
+        list(parse_stripe_report(text).rows)
+    assert (caught.value.reason, caught.value.column) == ("bad_currency", "currency")
