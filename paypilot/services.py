@@ -48,6 +48,8 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         # ledger inputs (issue 12): refunds, inconsistencies, provider-time corrections
         "refunded_minor", "recovered_minor", "expected_currency", "received_currency",
         "inconsistency", "state", "failed_at_from", "failed_at_to",
+        # reconciliation: files, runs, breaks, digests
+        "recon_file", "recon_run", "recon_break", "sha256", "input_digest", "as_of", "version",
     }
 )
 

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "dunning",
     "approvals",
     "integrations",
+    "reconciliation",  # three-way reconciliation; depends on the core only
     "operations",  # GDPR export/erase, retention: below every app, reads them all
 ]
 
@@ -338,3 +339,7 @@ ANYMAIL = env.dict("ANYMAIL", default={})
 # Operations
 PAYPILOT_RETENTION_MONTHS = env.int("PAYPILOT_RETENTION_MONTHS", default=12)
 PAYPILOT_WEBHOOK_BODY_DAYS = env.int("PAYPILOT_WEBHOOK_BODY_DAYS", default=30)
+
+# Reconciliation (docs/reconciliation.md)
+PAYPILOT_RECON_MAX_FILE_BYTES = env.int("PAYPILOT_RECON_MAX_FILE_BYTES", default=20 * 1024 * 1024)
+PAYPILOT_RECON_DATE_WINDOW_DAYS = env.int("PAYPILOT_RECON_DATE_WINDOW_DAYS", default=3)
