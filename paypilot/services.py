@@ -48,6 +48,8 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         # ledger inputs (issue 12): refunds, inconsistencies, provider-time corrections
         "refunded_minor", "recovered_minor", "expected_currency", "received_currency",
         "inconsistency", "state", "failed_at_from", "failed_at_to",
+        # tenant rule versions (issue 15)
+        "version", "previous_version",
     }
 )
 
