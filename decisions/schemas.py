@@ -68,7 +68,8 @@ _DECISION_EXAMPLE = {
                  "escalated": False},
     "schedule": {"retry_at": "2026-12-02T09:00:00.000Z", "source": "paypilot_suggestion"},
     "impact": {"recovery_likelihood": 0.7, "expected_recovered_minor": None, "annual_value_at_risk_minor": None},
-    "rules_version": "r-e0ac1bfb2f0b", "rule_version_id": None, "decided_at": "2026-12-01T09:00:00.000Z", "tenant": "acme",
+    "rules_version": "r-e0ac1bfb2f0b", "rule_version_id": None, "decided_at": "2026-12-01T09:00:00.000Z",
+    "tenant": "acme",
 }
 DECISION_RESPONSE_EXAMPLES = [
     OpenApiExample("decided", response_only=True, value={**_DECISION_EXAMPLE, "audit_id": 41}),

@@ -14,8 +14,14 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections,
 from django.db.models import DateTimeField, Field, JSONField
 
 from decisions import versions
-from decisions.models import DecisionOutcome, DecisionRecord, DecisionRefusal, RuleVersion, RuleVersionApproval
-from decisions.models import RuleVersionRow
+from decisions.models import (
+    DecisionOutcome,
+    DecisionRecord,
+    DecisionRefusal,
+    RuleVersion,
+    RuleVersionApproval,
+    RuleVersionRow,
+)
 from decisions.rules import Decision
 from decisions.selectors import rule_table_cache_clear
 from paypilot.admin_tenancy import admin_is_platform, admin_tenant_for
@@ -299,7 +305,10 @@ def _activate(version: RuleVersion, *, approvers: list[int], actor: str) -> None
     audit_record(event="decisions.rules.activated", tenant=version.tenant, actor=actor,
                  detail={"version": version.pk, "previous_version": previous.pk if previous else None,
                          "rules_version": version.digest, "approvals": approvers})
+    # Dropped now for this transaction's own later reads, and again once committed, in case
+    # another thread re-read the old version in between.
     tenant_id = version.tenant_id
+    rule_table_cache_clear(tenant_id=tenant_id)
     transaction.on_commit(lambda: rule_table_cache_clear(tenant_id=tenant_id))
 
 

@@ -15,8 +15,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from types import MappingProxyType
 
-from decisions.rules import BUILTIN_TABLE, DEFAULT_RULE, FAILURE_CODES, NO_RETRY_ACTIONS, NO_RETRY_CODES, OFFERS
-from decisions.rules import RULES_VERSION
+from decisions.rules import (
+    BUILTIN_TABLE,
+    DEFAULT_RULE,
+    FAILURE_CODES,
+    NO_RETRY_ACTIONS,
+    NO_RETRY_CODES,
+    OFFERS,
+    RULES_VERSION,
+)
 from decisions.tables import ESCALATION_LEVELS, RuleTable, TableRow
 
 ROW_CODES: tuple[str, ...] = (*FAILURE_CODES, DEFAULT_RULE)
