@@ -80,8 +80,8 @@ def main() -> None:
         total = args.rows + args.outside
         if vendor == "postgresql":
             series = f"SELECT g AS i FROM generate_series(0, {total - 1}) g"
-            now_sql, day = "now()", "(s.i %% 29) * interval '1 day' + (s.i %% 86400) * interval '1 second'"
-            old = f"now() - interval '40 days' - (s.i %% 300) * interval '1 day'"
+            now_sql, day = "now()", "((s.i %% 29) * interval '1 day' + (s.i %% 86400) * interval '1 second')"
+            old = "now() - interval '40 days' - (s.i %% 300) * interval '1 day'"
             ts = f"CASE WHEN s.i < {args.rows} THEN {now_sql} - {day} ELSE {old} END"
             retry = f"CASE WHEN b.has_retry THEN {now_sql} + b.retry_in_days * interval '1 day' END"
             rules = "b.network_rules::jsonb"
@@ -121,8 +121,9 @@ def main() -> None:
     print(f"database: {vendor}; rows inserted: {total:,} ({args.rows:,} in the window) in {insert_s:.1f} s")
     print(f"replay of 30 days: {report.decisions:,} decisions, {report.input_groups} distinct input groups, "
           f"{report.changed:,} would change ({report.wait_shorter:,} wait shorter)")
+    cpu = f"pinned to CPU {args.cpu}" if args.cpu >= 0 else "any CPU"
     print(f"wall time: median {statistics.median(timings):.2f} s of {args.repeat} "
-          f"(min {min(timings):.2f}, max {max(timings):.2f}), CPU {'pinned ' + str(args.cpu) if args.cpu >= 0 else 'any'}")
+          f"(min {min(timings):.2f}, max {max(timings):.2f}), {cpu}")
     print(f"throughput: {report.decisions / statistics.median(timings):,.0f} decisions/s")
 
 

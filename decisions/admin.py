@@ -68,7 +68,7 @@ class RuleVersionRowForm(forms.ModelForm):  # type: ignore[type-arg]
         widgets = {"offer": forms.Textarea(attrs={"rows": 2, "cols": 60})}
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if self.errors:
             return data
         row = TableRow(action=data["action"], retry_in_days=data["retry_in_days"], offer=data["offer"],
@@ -112,7 +112,7 @@ class RuleVersionAdmin(TenantScopedModelAdmin):
     readonly_fields = ["number", "status", "digest", "created_by_id", "edited_by_id", "created_at",
                        "activated_at", "approval_round", "approvals_col", "shadow_link"]
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
             return ["tenant", "note"] if admin_is_platform(request.user) else ["note"]
         return ["tenant", "note", *self.readonly_fields]

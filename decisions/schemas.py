@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiExample, inline_serializer
 from rest_framework import serializers
 
@@ -23,7 +25,7 @@ _IMPACT = inline_serializer("DecisionImpact", {
     "expected_recovered_minor": serializers.IntegerField(allow_null=True),
     "annual_value_at_risk_minor": serializers.IntegerField(allow_null=True),
 })
-_DECISION_FIELDS = {
+_DECISION_FIELDS: dict[str, Any] = {
     "invoice_id": serializers.CharField(), "rule_fired": serializers.CharField(), "matched": serializers.BooleanField(),
     "input": _INPUT, "churn_risk": serializers.ChoiceField(choices=["low", "medium", "high"]),
     "strategy": _STRATEGY, "schedule": _SCHEDULE, "impact": _IMPACT, "rules_version": serializers.CharField(),
