@@ -390,7 +390,8 @@ def payment_error(invoice: Mapping[str, Any]) -> dict[str, Any] | None:
     if isinstance(charge, dict) and charge.get("failure_code"):
         outcome = charge.get("outcome") or {}
         details = charge.get("payment_method_details") or {}
-        card = details.get("card") if isinstance(details.get("card"), dict) else {}
+        card = details.get("card")
+        card = card if isinstance(card, dict) else {}
         return {
             "code": charge.get("failure_code"),
             "decline_code": charge.get("failure_code"),
