@@ -37,7 +37,7 @@ class _ReadOnly(TenantScopedReadOnlyAdmin):
 @admin.register(DecisionRecord)
 class DecisionRecordAdmin(_ReadOnly):
     list_display = ["decided_at", "tenant", "invoice_ref", "rule_fired", "matched", "churn_risk", "action",
-                    "escalated", "source", "rules_version"]
+                    "escalated", "source", "rules_version", "rule_version_id"]
     list_filter = ["tenant", "rule_fired", "matched", "churn_risk", "source", "rules_version"]
     search_fields = ["invoice_ref"]
 

@@ -188,6 +188,7 @@ RULES_NOT_PERMITTED = "rules_approval_not_permitted"
 RULES_WRONG_TENANT = "rules_wrong_tenant"
 RULES_ALREADY_ACTIVE = "rules_version_already_active"
 RULES_ALREADY_APPROVED = "rules_approver_already_approved"
+RULES_FROZEN = "rules_version_frozen"
 
 
 class RuleVersionRefused(Exception):
@@ -241,9 +242,15 @@ def rule_version_create(*, tenant: Tenant, user_id: int | None, based_on: RuleVe
 
 
 def rule_version_edited(*, version: RuleVersion, user_id: int | None) -> None:
-    """Record that `version`'s rows were edited (the admin saved them in this transaction)."""
-    if version.status != RuleVersion.Status.DRAFT:
-        raise RuleVersionRefused("rules_version_frozen", "only a draft version can be edited")
+    """Record that `version`'s rows were edited (the admin saved them in this transaction).
+
+    Raises RuleVersionRefused when the version is no longer a draft: the caller's transaction
+    then rolls the edit back. The row lock orders this against a concurrent first approval,
+    which freezes the rows it reads under the same lock.
+    """
+    current = RuleVersion.objects.select_for_update().get(pk=version.pk)
+    if current.status != RuleVersion.Status.DRAFT:
+        raise RuleVersionRefused(RULES_FROZEN, "only a draft version can be edited")
     RuleVersion.objects.filter(pk=version.pk).update(edited_by_id=user_id)
     audit_record(event="decisions.rules.version_edited", tenant=version.tenant, actor=_actor(user_id),
                  detail={"version": version.pk})

@@ -168,3 +168,26 @@ def test_decision_row_names_the_version(tenant) -> None:  # type: ignore[no-unty
     record = services.decision_record(tenant=tenant, invoice_ref="in_v", decision=decision, source="api")
     stored = DecisionRecord.objects.get(pk=record.pk)
     assert stored.rule_version_id == version.pk and stored.rules_version == table.digest
+
+
+def test_a_frozen_version_cannot_be_edited(tenant) -> None:  # type: ignore[no-untyped-def]
+    alice = staff_user(tenant=tenant, username="alice")
+    version = services.rule_version_create(tenant=tenant, user_id=alice.pk)
+    services.rule_version_edited(version=version, user_id=alice.pk)  # a draft: fine
+    services.rule_version_approve(version=version, user=alice)
+    with pytest.raises(services.RuleVersionRefused) as refused:
+        services.rule_version_edited(version=version, user_id=alice.pk)  # stale object, fresh check
+    assert refused.value.reason == services.RULES_FROZEN
+
+
+def test_admin_copy_action_makes_a_new_draft(tenant, client) -> None:  # type: ignore[no-untyped-def]
+    alice = staff_user(tenant=tenant, username="alice")
+    v1 = services.rule_version_create(tenant=tenant, user_id=alice.pk)
+    _set_row(v1, "insufficient_funds", retry_in_days=5)
+    client.force_login(alice)
+    response = client.post("/admin/decisions/ruleversion/", {"action": "copy_to_draft",
+                                                             "_selected_action": [v1.pk]})
+    assert response.status_code == 302
+    copy = RuleVersion.objects.get(tenant=tenant, number=2)
+    assert copy.status == RuleVersion.Status.DRAFT and copy.note == "copy of v1"
+    assert copy.rows.get(failure_code="insufficient_funds").retry_in_days == 5
