@@ -50,6 +50,8 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         "inconsistency", "state", "failed_at_from", "failed_at_to",
         # reconciliation: files, runs, breaks, digests
         "recon_file", "recon_run", "recon_break", "sha256", "input_digest", "as_of", "version",
+        # tenant rule versions (issue 15)
+        "previous_version",
     }
 )
 

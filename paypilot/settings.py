@@ -159,6 +159,9 @@ Q_CLUSTER["cache"] = "workers"
 # /health says "stale" once a due task has waited this long with a cluster running; with
 # PAYPILOT_HEALTH_REQUIRE_WORKERS on, /health answers 503 unless the workers are "ok".
 PAYPILOT_WORKERS_STALE_SECONDS = env.int("PAYPILOT_WORKERS_STALE_SECONDS", default=60)
+# Seconds a process keeps a tenant's active rules table before reading it again; activation
+# clears it at once in the activating process, others follow within this many seconds.
+PAYPILOT_RULES_CACHE_SECONDS = env.int("PAYPILOT_RULES_CACHE_SECONDS", default=10)
 PAYPILOT_HEALTH_REQUIRE_WORKERS = env.bool("PAYPILOT_HEALTH_REQUIRE_WORKERS", default=False)
 if int(Q_CLUSTER["retry"]) <= int(Q_CLUSTER["timeout"]):  # type: ignore[call-overload]
     raise ImproperlyConfigured("Q_CLUSTER retry must be greater than timeout")
