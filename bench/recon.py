@@ -6,7 +6,8 @@ camt.053 statement and P payouts' bank lines), imports them with `file_import` (
 `recon_import` and the admin use) and runs `run_create`. About 1% of orders carry a
 planted break (missing, short or duplicate captures, fee off by a cent, short payouts), so
 the run does real work. SQLite by default (a fresh file); `--postgres URL` migrates and
-uses that database instead (use your own database name; each run adds a new tenant). Run twice at two sizes to see that cost grows linearly.
+uses that database instead (use your own database name; each run adds a new tenant).
+Run twice at two sizes to see that cost grows linearly.
 
 Usage: .venv/bin/python bench/recon.py [--orders 1000000] [--payouts 20000] [--cpu 0]
        [--postgres postgres://postgres@127.0.0.1:5432/pp_rec_bench]
