@@ -179,7 +179,8 @@ def _invoice_new(tenant: Tenant, failure: FailureInput, *, now: datetime) -> Inv
         failure_code=failure.failure_code, attempt_count=failure.attempt,
         subscription_id=failure.subscription_id, provider_customer_id=failure.provider_customer_id,
         hosted_invoice_url=failure.hosted_invoice_url,
-        arm=holdout_arm_for(invoice_id=failure.external_invoice_id), state=State.FAILED, failed_at=now,
+        arm=holdout_arm_for(invoice_id=failure.external_invoice_id, tenant=tenant, at=now),
+        state=State.FAILED, failed_at=now,
     )
 
 
