@@ -45,6 +45,7 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         "counts", "subject_hash", "tenant", "operation", "arm", "kind", "note_hash",
         "action", "slug", "status_from", "status_to", "refusal", "dry_run", "attempt",
         "amount_minor", "currency", "locale", "source", "edited", "approver", "approvals",
+        "holdout_from", "holdout_to",  # a tenant's holdout {pct, start} before and after a change
     }
 )
 

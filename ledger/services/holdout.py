@@ -31,6 +31,6 @@ def tenant_holdout_set(*, tenant: Tenant, pct: int | None, start: date | None, a
             return False
         Tenant.objects.filter(pk=tenant.pk).update(holdout_pct=pct, holdout_start=start)
         audit_record(event=EVENT_HOLDOUT_CHANGED, tenant=locked, actor=actor,
-                     detail={"before": before, "after": after})
+                     detail={"holdout_from": before, "holdout_to": after})
     tenant.holdout_pct, tenant.holdout_start = pct, start
     return True

@@ -95,8 +95,8 @@ def test_no_holdout_means_no_lift_and_says_so() -> None:
 
 def test_a_surge_of_young_failures_is_maturing_and_leaves_the_lift_alone() -> None:
     mature = cohort("treatment", 100, 40) + cohort("holdout", 100, 30)
-    young = now_minus = NOW - timedelta(days=10)
-    surge = cohort("treatment", 500, 0, failed_at=young) + cohort("holdout", 50, 0, failed_at=now_minus)
+    young = NOW - timedelta(days=10)
+    surge = cohort("treatment", 500, 0, failed_at=young) + cohort("holdout", 50, 0, failed_at=young)
     base, with_surge = compute(mature), compute(mature + surge)
     assert with_surge["attribution"]["lift_pp"] == base["attribution"]["lift_pp"] == 10.0
     assert with_surge["maturing"]["count"] == 550
@@ -182,7 +182,8 @@ def test_cohorts_before_the_holdout_started_are_left_out_of_the_lift() -> None:
 def test_holdout_block_explains_cost_and_weeks_to_five_points() -> None:
     holdout = HoldoutInfo(pct=20, start=None, source="tenant")
     weeks = [T0 + timedelta(days=7 * i) for i in range(12)]
-    rows = [row for w in weeks for row in cohort("treatment", 40, 16, failed_at=w) + cohort("holdout", 10, 3, failed_at=w)]
+    rows = [row for w in weeks
+            for row in cohort("treatment", 40, 16, failed_at=w) + cohort("holdout", 10, 3, failed_at=w)]
     block = compute(rows, now=T0 + timedelta(days=7 * 12), holdout=holdout)["holdout"]
     assert block["pct"] == 20 and block["weekly_volume"] == 50.0
     assert "Holding out 20%" in block["cost_note"] and "causal" in block["cost_note"]
