@@ -16,7 +16,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from ledger.money import currency_exponent, format_minor
@@ -42,6 +42,10 @@ VOLUME_WEEKS = 4  # recent complete weeks averaged for the current weekly volume
 
 STATE_RECOVERED, STATE_CHURNED, STATE_EXHAUSTED, STATE_VOIDED = "recovered", "churned", "exhausted", "voided"
 OPEN_STATES = frozenset({"failed", "messaged", "clicked"})
+# What an invoice's row counts as, given the window: the states above, with `recovered`
+# split into within the window and after it; failed/messaged/clicked are all "open".
+OUTCOME_WITHIN, OUTCOME_LATER, OUTCOME_OPEN = "recovered", "recovered_later", "open"
+PERIOD_MATURE, PERIOD_MATURING, PERIOD_BEFORE = "mature", "maturing", "before_holdout"
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ class HoldoutInfo:
 class _Group:
     """Tallies of one arm (or subgroup) over some cohorts."""
 
+    all_time: bool = False  # True for the totals: recoveries after the window count too
     count: int = 0
     recovered: int = 0  # within the window
     recovered_later: int = 0  # after the window (not an outcome of this cohort's lift)
@@ -69,27 +74,29 @@ class _Group:
     recovered_gross: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     refunded: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
-    def add(self, cell: RollupCell, *, window_hours: int | None) -> None:
-        """window_hours None: every recovery counts (the all-time totals)."""
-        n = cell.invoices
-        if cell.state == STATE_VOIDED:
+    def add(self, outcome: str, currency: str, sums: list[int]) -> None:
+        """One aggregate row: `sums` = [invoices, failed, recovered gross, refunded]."""
+        n = sums[0]
+        if outcome == STATE_VOIDED:
             self.voided += n
             return
         self.count += n
-        self.failed[cell.currency] += cell.failed_minor
-        if cell.state == STATE_RECOVERED:
-            if window_hours is None or cell.delay_hours < window_hours:
+        self.failed[currency] += sums[1]
+        if outcome == OUTCOME_WITHIN:
+            self.recovered += n
+            self.recovered_gross[currency] += sums[2]
+            self.refunded[currency] += sums[3]
+        elif outcome == OUTCOME_LATER:
+            self.recovered_later += n
+            if self.all_time:  # the totals count every recovery, whenever it came
                 self.recovered += n
-                self.delays[cell.delay_hours] += n
-                self.recovered_gross[cell.currency] += cell.recovered_minor
-                self.refunded[cell.currency] += cell.refunded_minor
-            else:
-                self.recovered_later += n
-        elif cell.state == STATE_CHURNED:
+                self.recovered_gross[currency] += sums[2]
+                self.refunded[currency] += sums[3]
+        elif outcome == STATE_CHURNED:
             self.churned += n
-        elif cell.state == STATE_EXHAUSTED:
+        elif outcome == STATE_EXHAUSTED:
             self.exhausted += n
-        elif cell.state in OPEN_STATES:
+        else:
             self.open += n
 
     def percentile_hours(self, q: float) -> float | None:
@@ -206,24 +213,6 @@ def _secondary(itt: float, groups: dict[str, _Group]) -> dict[str, Any]:
     return out
 
 
-def _week_is_mature(week: date, *, now: datetime, window_days: int) -> bool:
-    """A cohort is mature when its last invoice has had the whole window."""
-    week_end = datetime.combine(week, time(0), tzinfo=UTC) + timedelta(days=7)
-    return week_end + timedelta(days=window_days) <= now
-
-
-def _week_in_experiment(week: date, holdout: HoldoutInfo | None) -> bool:
-    if holdout is None or holdout.start is None:
-        return True
-    return week >= holdout.start - timedelta(days=holdout.start.weekday())
-
-
-def _groups_of(cell: RollupCell) -> tuple[str, ...]:
-    if cell.arm == ARM_HOLDOUT:
-        return (ARM_HOLDOUT,)
-    return (ARM_TREATMENT, ARM_TREATED if cell.messaged else ARM_UNTOUCHED)
-
-
 def _cohort_entry(week: date, *, mature: bool, in_experiment: bool, groups: dict[str, _Group],
                   totals: _Group) -> dict[str, Any]:
     lift = _lift(groups[ARM_TREATMENT], groups[ARM_HOLDOUT]) if mature and in_experiment else None
@@ -278,36 +267,121 @@ def _holdout_block(holdout: HoldoutInfo | None, attribution: dict[str, Any], gro
     return block
 
 
+@dataclass(frozen=True)
+class ReportBounds:
+    """Which cohort weeks are mature and which were randomised, for one `now`."""
+
+    last_mature_week: date  # weeks up to this Monday have had their whole window
+    first_experiment_week: date | None  # weeks before this Monday predate the holdout
+    window_hours: int
+
+    def in_experiment(self, week: date) -> bool:
+        return self.first_experiment_week is None or week >= self.first_experiment_week
+
+    def period(self, week: date) -> str:
+        if week > self.last_mature_week:
+            return PERIOD_MATURING
+        return PERIOD_MATURE if self.in_experiment(week) else PERIOD_BEFORE
+
+    def outcome(self, state: str, delay_hours: int) -> str:
+        if state == STATE_RECOVERED:
+            return OUTCOME_WITHIN if delay_hours < self.window_hours else OUTCOME_LATER
+        return state if state in (STATE_CHURNED, STATE_EXHAUSTED, STATE_VOIDED) else OUTCOME_OPEN
+
+
+def report_bounds(*, now: datetime, window_days: int, holdout: HoldoutInfo | None) -> ReportBounds:
+    # A cohort is mature when its last day has had the window: week + 7 days + window <= now.
+    start = holdout.start if holdout is not None else None
+    return ReportBounds(
+        last_mature_week=(now - timedelta(days=7 + window_days)).astimezone(UTC).date(),
+        first_experiment_week=start - timedelta(days=start.weekday()) if start else None,
+        window_hours=window_days * 24,
+    )
+
+
+@dataclass
+class ReportAggregates:
+    """Everything the report reads, already summed: small whatever the ledger's size. Built
+    in SQL from the rollup (`ledger.selectors.report_aggregates`) or in Python from cells
+    (`report_aggregate_cells`); the tests hold the two equal."""
+
+    # (period, arm, messaged, outcome, currency) -> [invoices, failed, recovered gross, refunded]
+    groups: dict[tuple[str, str, bool, str, str], list[int]] = field(default_factory=dict)
+    # (week, arm, outcome, currency) -> the same sums
+    weekly: dict[tuple[date, str, str, str], list[int]] = field(default_factory=dict)
+    # (arm, messaged, delay_hours) -> invoices: mature cohorts' recoveries within the window
+    delays: dict[tuple[str, bool, int], int] = field(default_factory=dict)
+
+
+def _bump(table: dict, key: tuple, sums: tuple[int, ...]) -> None:  # type: ignore[type-arg]
+    row = table.setdefault(key, [0, 0, 0, 0])
+    for i, value in enumerate(sums):
+        row[i] += value
+
+
+def report_aggregate_cells(cells: Iterable[RollupCell], *, bounds: ReportBounds) -> ReportAggregates:
+    """The aggregates from rollup cells, in Python (the from-scratch path and the sample)."""
+    agg = ReportAggregates()
+    for cell in cells:
+        sums = (cell.invoices, cell.failed_minor, cell.recovered_minor, cell.refunded_minor)
+        period, outcome = bounds.period(cell.week), bounds.outcome(cell.state, cell.delay_hours)
+        _bump(agg.groups, (period, cell.arm, cell.messaged, outcome, cell.currency), sums)
+        _bump(agg.weekly, (cell.week, cell.arm, outcome, cell.currency), sums)
+        if period == PERIOD_MATURE and outcome == OUTCOME_WITHIN:
+            key = (cell.arm, cell.messaged, cell.delay_hours)
+            agg.delays[key] = agg.delays.get(key, 0) + cell.invoices
+    return agg
+
+
 def report_compute(cells: Iterable[RollupCell], *, now: datetime, window_days: int,
                    holdout: HoldoutInfo | None = None, sample: bool = False) -> dict[str, Any]:
+    """The report from rollup cells (see `report_from_aggregates`)."""
+    bounds = report_bounds(now=now, window_days=window_days, holdout=holdout)
+    return report_from_aggregates(report_aggregate_cells(cells, bounds=bounds), now=now,
+                                  window_days=window_days, holdout=holdout, sample=sample)
+
+
+def _subgroups(arm: str, messaged: bool) -> tuple[str, ...]:
+    if arm == ARM_HOLDOUT:
+        return (ARM_HOLDOUT,)
+    return (ARM_TREATMENT, ARM_TREATED if messaged else ARM_UNTOUCHED)
+
+
+def report_from_aggregates(agg: ReportAggregates, *, now: datetime, window_days: int,
+                           holdout: HoldoutInfo | None = None, sample: bool = False) -> dict[str, Any]:
     """The report as a JSON-ready dict (shape in docs/ledger.md)."""
-    window_hours = window_days * 24
+    bounds = report_bounds(now=now, window_days=window_days, holdout=holdout)
     mature = {arm: _Group() for arm in REPORT_ARMS}
     maturing = {arm: _Group() for arm in ITT_ARMS}
     before = _Group()  # mature cohorts from before the holdout started
-    totals = _Group()
-    weeks: dict[date, dict[str, _Group]] = defaultdict(lambda: {arm: _Group() for arm in ITT_ARMS})
-    week_totals: dict[date, _Group] = defaultdict(_Group)
-    for cell in cells:
-        totals.add(cell, window_hours=None)
-        week_totals[cell.week].add(cell, window_hours=None)
-        weeks[cell.week][_groups_of(cell)[0]].add(cell, window_hours=window_hours)
-        if not _week_is_mature(cell.week, now=now, window_days=window_days):
-            maturing[_groups_of(cell)[0]].add(cell, window_hours=window_hours)
-        elif not _week_in_experiment(cell.week, holdout):
-            before.add(cell, window_hours=window_hours)
+    totals = _Group(all_time=True)
+    for (period, arm, messaged, outcome, currency), sums in agg.groups.items():
+        totals.add(outcome, currency, sums)
+        if period == PERIOD_MATURING:
+            maturing[_subgroups(arm, messaged)[0]].add(outcome, currency, sums)
+        elif period == PERIOD_BEFORE:
+            before.add(outcome, currency, sums)
         else:
-            for group in _groups_of(cell):
-                mature[group].add(cell, window_hours=window_hours)
+            for group in _subgroups(arm, messaged):
+                mature[group].add(outcome, currency, sums)
+    for (arm, messaged, delay), n in agg.delays.items():
+        for group in _subgroups(arm, messaged):
+            mature[group].delays[delay] += n
+    weeks: dict[date, dict[str, _Group]] = defaultdict(lambda: {arm: _Group() for arm in ITT_ARMS})
+    week_totals: dict[date, _Group] = defaultdict(lambda: _Group(all_time=True))
+    for (week, arm, outcome, currency), sums in agg.weekly.items():
+        weeks[week][ARM_HOLDOUT if arm == ARM_HOLDOUT else ARM_TREATMENT].add(outcome, currency, sums)
+        week_totals[week].add(outcome, currency, sums)
     attribution = _attribution(mature)
     this_week = now.date() - timedelta(days=now.date().weekday())
-    recent = [week_totals[this_week - timedelta(days=7 * i)].count for i in range(1, VOLUME_WEEKS + 1)]
+    recent_weeks = [this_week - timedelta(days=7 * i) for i in range(1, VOLUME_WEEKS + 1)]
+    recent = [week_totals[week].count for week in recent_weeks if week in week_totals]
     cohorts = [
-        _cohort_entry(week, mature=_week_is_mature(week, now=now, window_days=window_days),
-                      in_experiment=_week_in_experiment(week, holdout), groups=weeks[week],
-                      totals=week_totals[week])
+        _cohort_entry(week, mature=week <= bounds.last_mature_week, in_experiment=bounds.in_experiment(week),
+                      groups=weeks[week], totals=week_totals[week])
         for week in sorted(weeks)
     ]
+    totals_dict = totals.as_dict()
     return {
         "sample": sample,
         "generated_at": now.isoformat(),
@@ -320,7 +394,7 @@ def report_compute(cells: Iterable[RollupCell], *, now: datetime, window_days: i
                      f"counted here and in the totals, left out of the lift."),
         },
         "before_holdout": {"count": before.count},
-        "totals": totals.as_dict(),
+        "totals": totals_dict,
         "attribution": attribution,
         "time_to_recovery": {
             arm: {"recovered": mature[arm].recovered, "median_hours": mature[arm].percentile_hours(0.5),
