@@ -56,7 +56,8 @@ def _django(database_url: str) -> None:
     os.environ["DATABASE_URL"] = database_url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "paypilot.settings")
     os.environ["PAYPILOT_LOG_LEVEL"] = "WARNING"
-    os.environ["PAYPILOT_RATE_LIMITS"] = "0"
+    os.environ["PAYPILOT_RATE_LIMIT_PER_IP"] = "0"
+    os.environ["PAYPILOT_RATE_LIMIT_PER_TOKEN"] = "0"
     sys.path.insert(0, str(ROOT))
     import django
 
