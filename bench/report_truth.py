@@ -154,7 +154,7 @@ def _insert_sql(vendor: str, *, tenant_id: int, offset: int, n: int) -> str:
     if vendor == "postgresql":
         failed = f"(timestamptz '2026-01-05 00:00:00+00' + ((i * 7919) % {hours_span}) * interval '1 hour')"
         later = f"({failed} + floor({_u(vendor, 4)} * 40 * 24) * interval '1 hour')"
-        source = f"generate_series({offset}, {offset + n - 1}) AS s(i)"
+        source = f"generate_series({offset}::bigint, {offset + n - 1}) AS s(i)"
         ext = "'bench_' || i"
         prefix = ""
     else:
