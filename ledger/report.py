@@ -319,14 +319,22 @@ def _bump(table: dict, key: tuple, sums: tuple[int, ...]) -> None:  # type: igno
         row[i] += value
 
 
+def report_aggregates_add(agg: ReportAggregates, *, bounds: ReportBounds, week: date, arm: str, messaged: bool,
+                          outcome: str, currency: str, sums: Iterable[int]) -> None:
+    """Add one (week, arm, messaged, outcome, currency) sum to the groups and the weeks."""
+    values = tuple(sums)
+    _bump(agg.groups, (bounds.period(week), arm, messaged, outcome, currency), values)
+    _bump(agg.weekly, (week, arm, outcome, currency), values)
+
+
 def report_aggregate_cells(cells: Iterable[RollupCell], *, bounds: ReportBounds) -> ReportAggregates:
     """The aggregates from rollup cells, in Python (the from-scratch path and the sample)."""
     agg = ReportAggregates()
     for cell in cells:
         sums = (cell.invoices, cell.failed_minor, cell.recovered_minor, cell.refunded_minor)
         period, outcome = bounds.period(cell.week), bounds.outcome(cell.state, cell.delay_hours)
-        _bump(agg.groups, (period, cell.arm, cell.messaged, outcome, cell.currency), sums)
-        _bump(agg.weekly, (cell.week, cell.arm, outcome, cell.currency), sums)
+        report_aggregates_add(agg, bounds=bounds, week=cell.week, arm=cell.arm, messaged=cell.messaged,
+                              outcome=outcome, currency=cell.currency, sums=sums)
         if period == PERIOD_MATURE and outcome == OUTCOME_WITHIN:
             key = (cell.arm, cell.messaged, cell.delay_hours)
             agg.delays[key] = agg.delays.get(key, 0) + cell.invoices

@@ -31,9 +31,6 @@ from ledger.report import (
     OUTCOME_LATER,
     OUTCOME_OPEN,
     OUTCOME_WITHIN,
-    PERIOD_BEFORE,
-    PERIOD_MATURE,
-    PERIOD_MATURING,
     REPORT_ARMS,
     STATE_CHURNED,
     STATE_EXHAUSTED,
@@ -42,6 +39,7 @@ from ledger.report import (
     HoldoutInfo,
     ReportAggregates,
     ReportBounds,
+    report_aggregates_add,
     report_bounds,
     report_compute,
     report_csv,
@@ -81,26 +79,20 @@ def _sums(row: dict[str, Any]) -> list[int]:
 
 
 def report_aggregates(*, tenant: Tenant, bounds: ReportBounds) -> ReportAggregates:
-    """`report_aggregate_cells` done by the database over the tenant's rollup rows: three
+    """`report_aggregate_cells` done by the database over the tenant's rollup rows: two
     GROUP BY queries returning a few hundred rows, so the Python work stays flat."""
     rows: QuerySet[ReportRollup] = ReportRollup.objects.filter(tenant=tenant, invoices__gt=0)
-    period_when = [When(week__gt=bounds.last_mature_week, then=Value(PERIOD_MATURING))]
-    if bounds.first_experiment_week is not None:
-        period_when.append(When(week__lt=bounds.first_experiment_week, then=Value(PERIOD_BEFORE)))
-    annotated = rows.annotate(
-        period=Case(*period_when, default=Value(PERIOD_MATURE), output_field=CharField()),
-        outcome=Case(
-            When(state=STATE_RECOVERED, delay_hours__lt=bounds.window_hours, then=Value(OUTCOME_WITHIN)),
-            When(state=STATE_RECOVERED, then=Value(OUTCOME_LATER)),
-            When(state__in=[STATE_CHURNED, STATE_EXHAUSTED, STATE_VOIDED], then=F("state")),
-            default=Value(OUTCOME_OPEN), output_field=CharField(),
-        ),
+    outcome = Case(
+        When(state=STATE_RECOVERED, delay_hours__lt=bounds.window_hours, then=Value(OUTCOME_WITHIN)),
+        When(state=STATE_RECOVERED, then=Value(OUTCOME_LATER)),
+        When(state__in=[STATE_CHURNED, STATE_EXHAUSTED, STATE_VOIDED], then=F("state")),
+        default=Value(OUTCOME_OPEN), output_field=CharField(),
     )
     agg = ReportAggregates()
-    for row in annotated.values("period", "arm", "messaged", "outcome", "currency").annotate(**_SUMS).order_by():
-        agg.groups[(row["period"], row["arm"], row["messaged"], row["outcome"], row["currency"])] = _sums(row)
-    for row in annotated.values("week", "arm", "outcome", "currency").annotate(**_SUMS).order_by():
-        agg.weekly[(row["week"], row["arm"], row["outcome"], row["currency"])] = _sums(row)
+    by_week = rows.annotate(outcome=outcome).values("week", "arm", "messaged", "outcome", "currency")
+    for row in by_week.annotate(**_SUMS).order_by():
+        report_aggregates_add(agg, bounds=bounds, week=row["week"], arm=row["arm"], messaged=row["messaged"],
+                              outcome=row["outcome"], currency=row["currency"], sums=_sums(row))
     mature = Q(state=STATE_RECOVERED, delay_hours__lt=bounds.window_hours, week__lte=bounds.last_mature_week)
     if bounds.first_experiment_week is not None:
         mature &= Q(week__gte=bounds.first_experiment_week)
