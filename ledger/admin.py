@@ -90,7 +90,7 @@ class InvoiceAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin)
         if request.method == "POST":
             return self._holdout_post(request, tenant)
         report = report_build(tenant=tenant) if tenant is not None else None
-        if report is not None and request.GET.get("format") == "csv":
+        if tenant is not None and report is not None and request.GET.get("format") == "csv":
             return report_csv_response(report, filename=f"recovery-report-{tenant.slug}.csv")
         context: dict[str, Any] = {
             **self.admin_site.each_context(request),
@@ -109,7 +109,7 @@ class InvoiceAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin)
             raise PermissionDenied
         form = HoldoutForm(request.POST)
         if not form.is_valid():
-            errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+            errors = "; ".join(f"{name}: {' '.join(str(e) for e in errs)}" for name, errs in form.errors.items())
             self.message_user(request, f"Holdout not changed: {errors}", level=messages.ERROR)
         elif tenant_holdout_set(tenant=tenant, pct=form.cleaned_data["pct"], start=form.cleaned_data["start"],
                                 actor=f"user:{request.user.pk}"):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -26,7 +27,7 @@ class ReportCsvRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data: Any, accepted_media_type: str | None = None,
-               renderer_context: dict[str, Any] | None = None) -> bytes:
+               renderer_context: Mapping[str, Any] | None = None) -> bytes:
         return report_csv(data).encode()
 
 
@@ -36,7 +37,7 @@ class ReportHtmlRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data: Any, accepted_media_type: str | None = None,
-               renderer_context: dict[str, Any] | None = None) -> bytes:
+               renderer_context: Mapping[str, Any] | None = None) -> bytes:
         from ledger.views import report_context  # views import the selectors; keep the API light
 
         return render_to_string("ledger/report_page.html", report_context(data)).encode()
