@@ -197,9 +197,13 @@ class LedgerInconsistency(models.Model):
 
     class Kind(models.TextChoices):
         CURRENCY_MISMATCH = "currency_mismatch"  # payment/refund currency differs from the invoice's
+        REFUND_EXCEEDS_RECOVERED = "refund_exceeds_recovered"  # refunds above the recovered amount: capped
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
-    invoice = models.ForeignKey(Invoice, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # A visible reverse relation (not "+"): operations.records reaches rows through reverse
+    # relations, so the GDPR erase and the retention purge find these with their invoice.
+    invoice = models.ForeignKey(Invoice, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="inconsistencies")
     kind = models.CharField(max_length=32, choices=Kind.choices)
     provider = models.CharField(max_length=32)
     external_invoice_id = models.CharField(max_length=128)

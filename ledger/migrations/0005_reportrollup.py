@@ -9,7 +9,7 @@ from ledger.rollup import rollup_triggers
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0003_event_times_refunds_voided'),
+        ('ledger', '0004_inconsistency_refund_exceeds'),
         ('paypilot', '0002_auditevent_append_only'),
     ]
 
