@@ -22,6 +22,8 @@ from ledger.services import (
     invoice_mark_messaged,
     invoice_record_failure,
     invoice_record_payment,
+    invoice_record_refund,
+    invoice_record_void,
 )
 from ledger.tests.test_report import issue_cohort
 from paypilot.services import tenant_create
@@ -80,11 +82,12 @@ events = st.one_of(
     st.tuples(st.just("click"), ids),
     st.tuples(st.just("churn"), st.sampled_from(["sub_a", "sub_b"])),
     st.tuples(st.just("exhaust"), ids),
-    # Refunds and voids are written by the ledger-inputs services; until they land these go
-    # straight to the table, a write path the triggers must follow like any other.
-    st.tuples(st.just("refund"), ids, st.integers(1, 60_000)),
-    st.tuples(st.just("void"), ids),
+    st.tuples(st.just("refund"), ids, st.integers(1, 60_000), st.sampled_from(["usd", "jpy"])),
+    st.tuples(st.just("void"), ids, hours),
+    # A write outside the services (a repair by hand, a bulk fix): the triggers follow it too.
+    st.tuples(st.just("raw_amount"), ids, st.integers(0, 50_000)),
 )
+_refunds = itertools.count()
 _slugs = itertools.count()
 
 
@@ -96,11 +99,11 @@ def _apply(tenant, event: tuple) -> None:  # type: ignore[no-untyped-def,type-ar
         invoice_record_failure(tenant=tenant, provider="stripe", external_invoice_id=invoice_id,
                                amount_minor=amount, currency=currency, failure_code="card_declined",
                                subscription_id="sub_a" if invoice_id < "in_4" else "sub_b",
-                               now=T0 + timedelta(hours=offset))
-    elif kind == "pay":
+                               occurred_at=T0 + timedelta(hours=offset))
+    elif kind == "pay":  # in USD: on a JPY or EUR invoice it is refused as an inconsistency
         invoice_id, offset, amount = args
         invoice_record_payment(tenant=tenant, provider="stripe", external_invoice_id=invoice_id,
-                               amount_paid_minor=amount, currency="usd", now=T0 + timedelta(hours=offset))
+                               amount_paid_minor=amount, currency="usd", occurred_at=T0 + timedelta(hours=offset))
     elif kind == "message" and invoice is not None:
         try:
             invoice_mark_messaged(invoice=invoice)
@@ -115,11 +118,14 @@ def _apply(tenant, event: tuple) -> None:  # type: ignore[no-untyped-def,type-ar
         invoice_mark_churned(tenant=tenant, provider="stripe", subscription_id=args[0])
     elif kind == "exhaust":
         invoice_mark_exhausted(tenant=tenant, provider="stripe", external_invoice_id=args[0])
-    elif kind == "refund" and invoice is not None and invoice.state == "recovered":
-        refunded = min(invoice.recovered_minor, invoice.refunded_minor + args[1])
-        Invoice.objects.filter(pk=invoice.pk).update(refunded_minor=refunded)
-    elif kind == "void" and invoice is not None and invoice.is_open:
-        Invoice.objects.filter(pk=invoice.pk).update(state="voided", closed_at=T0)
+    elif kind == "refund":
+        invoice_record_refund(tenant=tenant, provider="stripe", external_invoice_id=args[0],
+                              refund_ref=f"re_{next(_refunds)}", currency=args[2], amount_minor=args[1])
+    elif kind == "void":
+        invoice_record_void(tenant=tenant, provider="stripe", external_invoice_id=args[0],
+                            occurred_at=T0 + timedelta(hours=args[1]))
+    elif kind == "raw_amount" and invoice is not None:
+        Invoice.objects.filter(pk=invoice.pk).update(amount_minor=args[1])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
