@@ -133,6 +133,21 @@ def _pg_changed(old: str, new: str) -> str:
     return " OR ".join(f"{old}.{c} IS DISTINCT FROM {new}.{c}" for c in WATCHED_COLUMNS)
 
 
+def _pg_subtract(source: str) -> str:
+    """Take the rows of `source` out of the rollup: UPDATEs of existing rollup rows only, in
+    key order (the same lock order in every transaction). Never an INSERT: a row already
+    gone (a tenant deleted with everything it owns, a flush) is not brought back negative."""
+    keys = ", ".join(f"{expr} AS {name}" for expr, name in zip(
+        _key_exprs("postgresql", "r"), KEY_COLUMNS, strict=True))
+    match = " AND ".join(f"{c} = d.{c}" for c in KEY_COLUMNS)
+    return (f"FOR d IN SELECT {keys}, COUNT(*) AS n, SUM(r.amount_minor) AS failed, "
+            f"SUM(r.recovered_minor) AS gross, SUM(r.refunded_minor) AS refunded FROM {source} r "
+            f"GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7 LOOP\n"
+            f"  UPDATE {ROLLUP_TABLE} SET invoices = invoices - d.n, failed_minor = failed_minor - d.failed, "
+            f"recovered_minor = recovered_minor - d.gross, refunded_minor = refunded_minor - d.refunded "
+            f"WHERE {match};\nEND LOOP;")
+
+
 def _pg_statements() -> list[str]:
     # Rows a statement emptied are dropped by their exact keys (through the key index), not
     # by a sweep over the tenant's rollup.
@@ -147,9 +162,8 @@ def _pg_statements() -> list[str]:
                    f"WHERE {_pg_changed('o', 'n')})")
     functions = {
         "insert": _aggregate_insert("postgresql", "new_rows", sign=1) + ";",
-        "delete": (_aggregate_insert("postgresql", "old_rows", sign=-1) + ";\n"
-                   + drop_empty_for % "old_rows" + ";"),
-        "update": (_aggregate_insert("postgresql", changed_old, sign=-1) + ";\n"
+        "delete": _pg_subtract("old_rows") + "\n" + drop_empty_for % "old_rows" + ";",
+        "update": (_pg_subtract(changed_old) + "\n"
                    + _aggregate_insert("postgresql", changed_new, sign=1) + ";\n"
                    + drop_empty_for % changed_old + ";"),
     }
@@ -159,7 +173,7 @@ def _pg_statements() -> list[str]:
                        "update": "OLD TABLE AS old_rows NEW TABLE AS new_rows"}[op]
         out += [
             f"CREATE OR REPLACE FUNCTION ledger_rollup_{op}() RETURNS trigger AS $$\n"
-            f"BEGIN\n{body}\nRETURN NULL;\nEND;\n$$ LANGUAGE plpgsql",
+            f"DECLARE d record;\nBEGIN\n{body}\nRETURN NULL;\nEND;\n$$ LANGUAGE plpgsql",
             f'DROP TRIGGER IF EXISTS ledger_invoice_rollup_{op} ON "{INVOICE_TABLE}"',
             f'CREATE TRIGGER ledger_invoice_rollup_{op} AFTER {op.upper()} ON "{INVOICE_TABLE}" '
             f"REFERENCING {referencing} FOR EACH STATEMENT EXECUTE FUNCTION ledger_rollup_{op}()",
@@ -176,6 +190,14 @@ def _sqlite_row_sql(row: str, *, sign: int) -> str:
             + _UPSERT_TAIL + ";")
 
 
+def _sqlite_subtract(row: str) -> str:
+    """Take OLD out of its rollup row: an UPDATE only, never an INSERT (see _pg_subtract)."""
+    match = " AND ".join(f"{c} = {expr}" for c, expr in zip(KEY_COLUMNS, _key_exprs("sqlite", row), strict=True))
+    return (f"UPDATE {ROLLUP_TABLE} SET invoices = invoices - 1, failed_minor = failed_minor - {row}.amount_minor, "
+            f"recovered_minor = recovered_minor - {row}.recovered_minor, "
+            f"refunded_minor = refunded_minor - {row}.refunded_minor WHERE {match};")
+
+
 def _sqlite_drop_empty(row: str) -> str:
     return (f"DELETE FROM {ROLLUP_TABLE} WHERE invoices = 0 AND tenant_id = {row}.tenant_id "
             f"AND arm = {row}.arm AND currency = {row}.currency AND week = {_week_sql('sqlite', row)} "
@@ -190,10 +212,10 @@ def _sqlite_statements() -> list[str]:
         f"CREATE TRIGGER ledger_invoice_rollup_insert AFTER INSERT ON {INVOICE_TABLE} BEGIN "
         f"{_sqlite_row_sql('NEW', sign=1)} END",
         f"CREATE TRIGGER ledger_invoice_rollup_delete AFTER DELETE ON {INVOICE_TABLE} BEGIN "
-        f"{_sqlite_row_sql('OLD', sign=-1)} {_sqlite_drop_empty('OLD')} END",
+        f"{_sqlite_subtract('OLD')} {_sqlite_drop_empty('OLD')} END",
         f"CREATE TRIGGER ledger_invoice_rollup_update AFTER UPDATE OF {', '.join(WATCHED_COLUMNS)} "
         f"ON {INVOICE_TABLE} WHEN {changed} BEGIN "
-        f"{_sqlite_row_sql('OLD', sign=-1)} {_sqlite_drop_empty('OLD')} {_sqlite_row_sql('NEW', sign=1)} END",
+        f"{_sqlite_subtract('OLD')} {_sqlite_drop_empty('OLD')} {_sqlite_row_sql('NEW', sign=1)} END",
     ]
 
 
