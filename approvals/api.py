@@ -50,8 +50,11 @@ class RefusalListApi(APIView):
     @extend_schema(
         operation_id="refusals_list",
         parameters=[
-            OpenApiParameter("limit", int, description=f"rows, 1..{MAX_LIMIT} (default 100)"),
-            OpenApiParameter("source", str, description="comma-separated: " + ", ".join(SOURCES)),
+            OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                             description=f"rows, 1..{MAX_LIMIT} (default 100)"),
+            OpenApiParameter("source", {"type": "string", "pattern": "^(" + "|".join(SOURCES) + ")(,("
+                                        + "|".join(SOURCES) + "))*$"},
+                             description="comma-separated: " + ", ".join(SOURCES)),
         ],
         responses={200: _REFUSALS},
         examples=[OpenApiExample("a suppressed send", response_only=True, value={

@@ -46,7 +46,11 @@ class DecisionRecord(models.Model):
     network_rules = models.JSONField(default=list, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["tenant", "invoice_ref", "-decided_at"], name="decision_tenant_invoice")]
+        indexes = [
+            models.Index(fields=["tenant", "invoice_ref", "-decided_at"], name="decision_tenant_invoice"),
+            # Admin search "starts with" on PostgreSQL (LIKE 'term%'; paypilot.admin_perf.Prefix).
+            models.Index(fields=["invoice_ref"], name="decision_ref_prefix", opclasses=["varchar_pattern_ops"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.invoice_ref}: {self.rule_fired} ({self.rules_version})"

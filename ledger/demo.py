@@ -119,7 +119,8 @@ def demo_history_write(*, tenant: Tenant, now: datetime, seed: int = 20260601) -
         result = invoice_record_failure(
             tenant=tenant, provider=DEMO_PROVIDER, external_invoice_id=external_id, amount_minor=amount,
             currency=currency, failure_code=rng.choice(FAILURE_CODES), attempt=rng.randint(1, 3),
-            customer=customer, subscription_id=f"demo_sub_{number:04d}", event_ref="demo_history", now=failed_at,
+            customer=customer, subscription_id=f"demo_sub_{number:04d}", event_ref="demo_history",
+            occurred_at=failed_at,
         )
         invoice = result.invoice
         if invoice is None:
@@ -130,23 +131,26 @@ def demo_history_write(*, tenant: Tenant, now: datetime, seed: int = 20260601) -
         if rng.random() < P_SELF_CURE:
             invoice_record_payment(tenant=tenant, provider=DEMO_PROVIDER, external_invoice_id=external_id,
                                    amount_paid_minor=amount, currency=currency, event_ref="demo_history",
-                                   now=failed_at + timedelta(hours=rng.uniform(2, 30)))
+                                   occurred_at=failed_at + timedelta(hours=rng.uniform(2, 30)))
             continue
         if treated and rng.random() < P_MESSAGED:
-            invoice_mark_messaged(invoice=invoice, event_ref="demo_history")
-            if rng.random() < 0.5:
-                invoice_mark_clicked(invoice=invoice, event_ref="demo_history")
-        settle_days = rng.uniform(2, 25)
+            sent_at = failed_at + timedelta(hours=rng.uniform(26, 48))
+            if sent_at < now:
+                invoice_mark_messaged(invoice=invoice, event_ref="demo_history", now=sent_at)
+                if rng.random() < 0.5 and sent_at + timedelta(hours=6) < now:
+                    invoice_mark_clicked(invoice=invoice, event_ref="demo_history", now=sent_at + timedelta(hours=6))
+        settle_days = rng.uniform(3, 25)
         if settle_days > age_days:
             continue  # still open: too young to have settled
+        settled_at = failed_at + timedelta(days=settle_days)
         if rng.random() < (P_RECOVER_TREATED if treated else P_RECOVER_HOLDOUT):
             invoice_record_payment(tenant=tenant, provider=DEMO_PROVIDER, external_invoice_id=external_id,
                                    amount_paid_minor=amount, currency=currency, event_ref="demo_history",
-                                   now=failed_at + timedelta(days=settle_days))
+                                   occurred_at=settled_at)
         elif rng.random() < 0.5:
             invoice_mark_churned(tenant=tenant, provider=DEMO_PROVIDER, subscription_id=f"demo_sub_{number:04d}",
-                                 event_ref="demo_history")
+                                 event_ref="demo_history", occurred_at=settled_at)
         else:
             invoice_mark_exhausted(tenant=tenant, provider=DEMO_PROVIDER, external_invoice_id=external_id,
-                                   event_ref="demo_history")
+                                   event_ref="demo_history", occurred_at=settled_at)
     return written

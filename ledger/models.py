@@ -39,6 +39,12 @@ class Customer(models.Model):
                 name="ledger_customer_mrr_not_negative",
             ),
         ]
+        # Admin search "starts with" (paypilot.admin_perf.Prefix), see Invoice.
+        indexes = [
+            models.Index(fields=["external_id"], name="ledger_cust_ext_prefix", opclasses=["varchar_pattern_ops"]),
+            models.Index(fields=["email"], name="ledger_cust_email_prefix", opclasses=["varchar_pattern_ops"]),
+            models.Index(fields=["name"], name="ledger_cust_name_prefix", opclasses=["varchar_pattern_ops"]),
+        ]
 
     def __str__(self) -> str:
         return f"customer {self.external_id}"
@@ -109,6 +115,17 @@ class Invoice(models.Model):
             models.Index(fields=["tenant", "state"]),
             models.Index(fields=["tenant", "subscription_id"]),
             models.Index(fields=["tenant", "failed_at"]),
+            # The invoice changelist's order for platform admins (all tenants); a tenant's
+            # staff are served by (tenant, failed_at).
+            models.Index(fields=["failed_at", "id"], name="ledger_inv_failed"),
+            # Admin search "starts with" (paypilot.admin_perf.Prefix): LIKE 'term%' on
+            # PostgreSQL needs the pattern operator class; SQLite gets a plain index.
+            models.Index(fields=["external_invoice_id"], name="ledger_inv_ext_prefix",
+                         opclasses=["varchar_pattern_ops"]),
+            models.Index(fields=["subscription_id"], name="ledger_inv_sub_prefix",
+                         opclasses=["varchar_pattern_ops"]),
+            models.Index(fields=["provider_customer_id"], name="ledger_inv_pcust_prefix",
+                         opclasses=["varchar_pattern_ops"]),
         ]
 
     def __str__(self) -> str:

@@ -6,6 +6,6 @@ from ledger import api, views
 
 urlpatterns = [
     path("report", api.ReportApi.as_view(), name="report"),
-    path("report.csv", api.ReportApi.as_view(csv_only=True), name="report-csv"),
+    path("report.csv", api.ReportCsvApi.as_view(), name="report-csv"),
     path("report/sample", views.report_sample_view, name="report-sample"),
 ]

@@ -37,6 +37,8 @@ _STATE_GAUGES = [
     ("ledger.Invoice", "state", "paypilot_invoices", "Invoices by ledger state"),
     ("integrations.WebhookEvent", "status", "paypilot_webhook_events", "Webhook inbox by status"),
     ("approvals.ApprovalRequest", "status", "paypilot_approval_requests", "Approval requests by status"),
+    # `unknown` = delivery unknown (a dead sender after the hand-off): alert on it above 0.
+    ("approvals.EmailSend", "status", "paypilot_email_sends", "Email sends by status"),
 ]
 
 

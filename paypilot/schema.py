@@ -41,6 +41,7 @@ _WITH_BODY = {
     "415": "the body is not application/json",
     "422": "a field breaks its constraint (the field and constraint are named)",
 }
+_WITH_QUERY = {"422": "a query parameter breaks its constraint (the parameter and constraint are named)"}
 _WITH_PATH_ID = {"404": "no such object for this tenant (another tenant's looks the same)"}
 
 
@@ -58,6 +59,8 @@ def error_responses(result: dict, generator: object, request: object, public: bo
                 codes.update(_AUTHENTICATED)
             if "requestBody" in operation:
                 codes.update(_WITH_BODY)
+            if any(parameter.get("in") == "query" for parameter in operation.get("parameters", [])):
+                codes.update(_WITH_QUERY)
             if "{" in path:
                 codes.update(_WITH_PATH_ID)
             for code, description in codes.items():

@@ -128,7 +128,11 @@ Q_CLUSTER: dict[str, object] = {
     "timeout": Q_TIMEOUT,
     "retry": Q_TIMEOUT + 30,  # must exceed timeout or a slow task runs twice at once
     "max_attempts": env.int("PAYPILOT_Q_MAX_ATTEMPTS", default=5),
-    "save_limit": 1000,
+    # Successful task results kept in django_q_task. django-q2 prunes above a positive limit
+    # by locking every kept success row (SELECT ... FOR UPDATE) after each task, which is
+    # most of a drain's cost on PostgreSQL (docs/benchmarks.md); 0 keeps every success, -1
+    # none (failures are always kept).
+    "save_limit": env.int("PAYPILOT_Q_SAVE_LIMIT", default=1000),
     "catch_up": False,
     "label": "Tasks",
     "bulk": env.int("PAYPILOT_Q_BULK", default=50),  # tasks per broker read
@@ -324,6 +328,11 @@ PAYPILOT_MAX_TOUCHES = env.int("PAYPILOT_MAX_TOUCHES", default=3)
 PAYPILOT_SEND_COOLDOWN_HOURS = env.int("PAYPILOT_SEND_COOLDOWN_HOURS", default=24)
 PAYPILOT_AI_DISCLOSURE = env.str("PAYPILOT_AI_DISCLOSURE", default="")
 PAYPILOT_HIGH_VALUE_ANNUAL = env.int("PAYPILOT_HIGH_VALUE_ANNUAL", default=0)  # major units; 0 = off
+# Seconds after which a send still `sending` is taken for its dead sender's (SIGKILL, OOM,
+# a lost machine). Above PAYPILOT_Q_TIMEOUT, after which django-q2 kills a live task anyway.
+PAYPILOT_SEND_CLAIM_TIMEOUT = env.int("PAYPILOT_SEND_CLAIM_TIMEOUT", default=300)
+if PAYPILOT_SEND_CLAIM_TIMEOUT <= Q_TIMEOUT:
+    raise ImproperlyConfigured("PAYPILOT_SEND_CLAIM_TIMEOUT must be greater than PAYPILOT_Q_TIMEOUT")
 PAYPILOT_SEND_FALLBACK_DIR = env.path("PAYPILOT_SEND_FALLBACK_DIR", default=BASE_DIR / "var" / "send-fallback")
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="billing@example.com")

@@ -264,24 +264,26 @@ def _close(
         return str(to)
 
 
-def invoice_mark_messaged(*, invoice: Invoice, event_ref: str = "") -> bool:
-    """Record a real send. False when it is a repeat send or the invoice closed meanwhile
-    (the email went out, but a closed invoice is never reopened). Raises IllegalTransition
-    (audited) for a holdout invoice."""
+def invoice_mark_messaged(*, invoice: Invoice, event_ref: str = "", now: datetime | None = None) -> bool:
+    """Record a real send (at `now`, default the present: only a backfill such as the demo
+    history passes a past time). False when it is a repeat send or the invoice closed
+    meanwhile (the email went out, but a closed invoice is never reopened). Raises
+    IllegalTransition (audited) for a holdout invoice."""
     return _run_locked(
         invoice,
         lambda locked: locked.is_open
-        and _move(locked, to=State.MESSAGED, cause=CAUSE_EMAIL_SENT, event_ref=event_ref),
+        and _move(locked, to=State.MESSAGED, cause=CAUSE_EMAIL_SENT, event_ref=event_ref, now=now),
         cause=CAUSE_EMAIL_SENT,
     )
 
 
-def invoice_mark_clicked(*, invoice: Invoice, event_ref: str = "") -> bool:
-    """Record a click on the recovery link. False for a repeat click or a closed invoice (a
-    late click on an old email); raises IllegalTransition (audited) for a never-messaged one."""
+def invoice_mark_clicked(*, invoice: Invoice, event_ref: str = "", now: datetime | None = None) -> bool:
+    """Record a click on the recovery link (at `now`, as `invoice_mark_messaged`). False for
+    a repeat click or a closed invoice (a late click on an old email); raises
+    IllegalTransition (audited) for a never-messaged one."""
     return _run_locked(
         invoice,
         lambda locked: locked.is_open
-        and _move(locked, to=State.CLICKED, cause=CAUSE_LINK_CLICKED, event_ref=event_ref),
+        and _move(locked, to=State.CLICKED, cause=CAUSE_LINK_CLICKED, event_ref=event_ref, now=now),
         cause=CAUSE_LINK_CLICKED,
     )

@@ -102,3 +102,11 @@ def test_sample_json_is_fixed_marked_and_uses_the_report_code(client) -> None:  
     assert set(a["recovered_attributable"]) == {"USD", "EUR", "JPY"}
     sample_csv = client.get("/report/sample?format=csv")
     assert sample_csv["Content-Type"].startswith("text/csv") and b"cohort," in sample_csv.content
+
+
+def test_an_unknown_format_is_a_422_naming_the_parameter(tenant, api_client_for) -> None:  # type: ignore[no-untyped-def]
+    response = api_client_for(tenant, "viewer").get("/report?format=xml")
+    assert response.status_code == 422
+    body = response.json()
+    assert (body["error"], body["field"]) == ("invalid_input", "format")
+    assert "xml" not in response.content.decode()  # the value sent is never echoed

@@ -9,8 +9,8 @@ from ledger.rollup import rollup_triggers
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('ledger', '0004_inconsistency_refund_exceeds'),
-        ('paypilot', '0002_auditevent_append_only'),
+        ('ledger', '0005_admin_indexes'),
+        ('paypilot', '0004_tenant_holdout'),
     ]
 
     operations = [

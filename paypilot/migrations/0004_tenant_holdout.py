@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('paypilot', '0002_auditevent_append_only'),
+        ('paypilot', '0003_ormq_dequeue_index'),
     ]
 
     operations = [
