@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
@@ -18,7 +19,8 @@ from ledger.models import Customer, Invoice, InvoiceRefund, InvoiceTransition, L
 from ledger.money import format_minor
 from ledger.selectors import report_build
 from ledger.services import customer_update
-from ledger.views import report_context
+from ledger.services.holdout import tenant_holdout_set
+from ledger.views import report_context, report_csv_response
 from paypilot.admin_perf import choices_filter, input_filter, pairs, upper
 from paypilot.admin_tenancy import ReadOnlyAdminMixin, TenantScopedAdminMixin, admin_is_platform, admin_tenant_for
 from paypilot.models import Tenant
@@ -31,6 +33,18 @@ def admin_tenants_for(user: Any) -> models.QuerySet[Tenant]:
         return Tenant.objects.order_by("slug")
     tenant = admin_tenant_for(user)
     return Tenant.objects.filter(pk=tenant.pk) if tenant else Tenant.objects.none()
+
+
+class HoldoutForm(forms.Form):
+    """The tenant's holdout: blank percentage = the default (PAYPILOT_HOLDOUT_PCT)."""
+
+    pct = forms.IntegerField(label="Holdout %", min_value=0, max_value=100, required=False)
+    start = forms.DateField(label="From (a Monday keeps whole cohorts)", required=False,
+                            widget=forms.DateInput(attrs={"type": "date"}))
+
+
+def holdout_may_change(user: Any) -> bool:
+    return bool(user.is_active and (user.is_superuser or user.has_perm("paypilot.change_tenant")))
 
 
 # The providers that write the ledger (Invoice.provider): a fixed table, so the filter runs
@@ -107,21 +121,44 @@ class InvoiceAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin)
         return [report, *super().get_urls()]
 
     def report_view(self, request: HttpRequest) -> HttpResponse:
-        """The recovery report with its charts, for one tenant the user may see."""
+        """The recovery report with its charts, for one tenant the user may see; `?format=csv`
+        downloads it; a POST sets the tenant's holdout (audited)."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         tenants = admin_tenants_for(request.user)
-        wanted = request.GET.get("tenant", "")
+        wanted = request.GET.get("tenant", "") or request.POST.get("tenant", "")
         tenant = (tenants.filter(slug=wanted).first() if wanted else None) or tenants.first()
+        if request.method == "POST":
+            return self._holdout_post(request, tenant)
+        report = report_build(tenant=tenant) if tenant is not None else None
+        if tenant is not None and report is not None and request.GET.get("format") == "csv":
+            return report_csv_response(report, filename=f"recovery-report-{tenant.slug}.csv")
         context: dict[str, Any] = {
             **self.admin_site.each_context(request),
             "title": "Recovery report",
             "tenants": list(tenants),
             "tenant": tenant,
+            "holdout_form": HoldoutForm(initial={"pct": tenant.holdout_pct, "start": tenant.holdout_start})
+            if tenant is not None and holdout_may_change(request.user) else None,
         }
-        if tenant is not None:
-            context.update(report_context(report_build(tenant=tenant)))
+        if report is not None:
+            context.update(report_context(report))
         return TemplateResponse(request, "admin/ledger/report.html", context)
+
+    def _holdout_post(self, request: HttpRequest, tenant: Tenant | None) -> HttpResponse:
+        if tenant is None or not holdout_may_change(request.user):
+            raise PermissionDenied
+        form = HoldoutForm(request.POST)
+        if not form.is_valid():
+            errors = "; ".join(f"{name}: {' '.join(str(e) for e in errs)}" for name, errs in form.errors.items())
+            self.message_user(request, f"Holdout not changed: {errors}", level=messages.ERROR)
+        elif tenant_holdout_set(tenant=tenant, pct=form.cleaned_data["pct"], start=form.cleaned_data["start"],
+                                actor=f"user:{request.user.pk}"):
+            self.message_user(request, "Holdout changed: it applies to invoices first seen from now on; "
+                                       "stored arms never move.", level=messages.SUCCESS)
+        else:
+            self.message_user(request, "Holdout unchanged.", level=messages.INFO)
+        return HttpResponseRedirect(f"{reverse('admin:ledger_report')}?tenant={tenant.slug}")
 
 
 @admin.register(Customer)

@@ -52,6 +52,7 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         "recon_file", "recon_run", "recon_break", "sha256", "input_digest", "as_of", "version",
         # tenant rule versions (issue 15)
         "previous_version",
+        "holdout_from", "holdout_to",  # a tenant's holdout {pct, start} before and after a change
     }
 )
 

@@ -297,6 +297,9 @@ PAYPILOT_PII_SALT = env.str("PAYPILOT_PII_SALT", default="")
 # Ledger
 PAYPILOT_HOLDOUT_PCT = max(0, min(100, env.int("PAYPILOT_HOLDOUT_PCT", default=0)))
 PAYPILOT_HOLDOUT_SEED = env.str("PAYPILOT_HOLDOUT_SEED", default="paypilot")
+PAYPILOT_REPORT_WINDOW_DAYS = env.int("PAYPILOT_REPORT_WINDOW_DAYS", default=30)
+if not 1 <= PAYPILOT_REPORT_WINDOW_DAYS <= 365:  # the rollup's delay buckets end at 366 days
+    raise ImproperlyConfigured("PAYPILOT_REPORT_WINDOW_DAYS must be between 1 and 365")
 
 # Dunning
 PAYPILOT_LLM_DRAFT = env.bool("PAYPILOT_LLM_DRAFT", default=False)
