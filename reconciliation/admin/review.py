@@ -17,8 +17,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
+from paypilot.admin_perf import choices_filter, pairs
 from paypilot.admin_tenancy import TenantScopedAdminMixin, TenantScopedReadOnlyAdmin, admin_tenant_for
 from paypilot.money import format_minor
+from reconciliation.engine import BREAK_KINDS
 from reconciliation.models import Break, Run
 from reconciliation.selectors import review_csv, run_latest
 from reconciliation.services.runs import break_assign, break_resolve
@@ -108,7 +110,9 @@ class ResolveForm(forms.Form):
 @admin.register(Break)
 class BreakAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("kind", "amount_col", "status", "assignee", "run", "explanation")
-    list_filter = ("status", "kind", "tenant")
+    # The break kinds are the engine's fixed list, not the distinct values of the table.
+    list_filter = ("status", choices_filter(title="kind", parameter="kind", lookup="kind",
+                                            choices=lambda: pairs(BREAK_KINDS)), "tenant")
     list_select_related = ("run", "assignee")
     search_fields = ("explanation",)
     readonly_fields = ("tenant", "run", "position", "kind", "amount_minor", "currency", "refs", "explanation",
