@@ -67,7 +67,7 @@ def test_fixture_is_a_copy_of_the_facts_file() -> None:
 
 
 @pytest.mark.django_db
-@override_settings(PAYPILOT_DEMO_TENANT="demo-x", PAYPILOT_HOLDOUT_PCT=20)
+@override_settings(PAYPILOT_DEMO_TENANT="demo-x")
 def test_first_run_plays_the_story_and_writes_history_in_both_arms_once() -> None:
     from approvals.models import ApprovalRequest
     from integrations.models import ProviderCredential, WebhookEvent
@@ -75,6 +75,7 @@ def test_first_run_plays_the_story_and_writes_history_in_both_arms_once() -> Non
 
     _run()
     tenant = Tenant.objects.get(slug="demo-x")
+    assert tenant.holdout_pct == 20 and tenant.holdout_start is not None  # the tenant's own setting
     assert set(ProviderCredential.objects.filter(tenant=tenant).values_list("provider", flat=True)) == {
         "stripe", "recharge", "chargebee"}
     # The story: signed Stripe deliveries through the webhook service, processed by the workers.
@@ -101,3 +102,8 @@ def test_first_run_plays_the_story_and_writes_history_in_both_arms_once() -> Non
     assert counts == (events.count(), Invoice.objects.count(), ApprovalRequest.objects.count(),
                       InvoiceTransition.objects.count())
     assert "0 new signed deliveries, 8 already received" in second
+    # The report has numbers in both arms and the lift is not withheld for want of data.
+    from ledger.selectors import report_build
+
+    report = report_build(tenant=tenant)
+    assert report["attribution"]["lift_pp"] is not None, report["attribution"]

@@ -10,6 +10,7 @@ It lives in `operations` because it drives every app: ledger, integrations, dunn
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -21,12 +22,17 @@ from django.utils import timezone
 from integrations.demo import demo_credentials_ensure, demo_story
 from ledger.demo import demo_customers, demo_history_write
 from ledger.services import customer_upsert
+from ledger.services.holdout import tenant_holdout_set
 from paypilot.models import ApiToken, Role, Tenant
 from paypilot.services import tenant_create, token_issue
 from paypilot.signals import demo_setup_done
 
 ADMIN_USERNAME = "admin"
 DEMO_TOKEN_LABEL = "demo-setup"
+# The demo tenant's randomised holdout: a fifth of its invoices get no dunning, from well before
+# the history starts, so the report has both arms. A holdout already set is left alone.
+DEMO_HOLDOUT_PCT = 20
+DEMO_HOLDOUT_SINCE_DAYS = 120
 # The locale each demo customer is written to, so the story's drafts come in several languages.
 DEMO_LOCALES = {"cust_002": "de", "cust_004": "es", "cust_005": "en", "cust_006": "fr"}
 
@@ -55,6 +61,10 @@ class Command(BaseCommand):
             self._demo_token(tenant)
             for provider in demo_credentials_ensure(tenant=tenant):
                 self.stdout.write(f"stored a {provider} webhook secret for {slug}")
+            if tenant.holdout_pct is None:
+                tenant_holdout_set(tenant=tenant, pct=DEMO_HOLDOUT_PCT, actor="demo_setup",
+                                   start=timezone.now().date() - timedelta(days=DEMO_HOLDOUT_SINCE_DAYS))
+                self.stdout.write(f"holdout for {slug}: {DEMO_HOLDOUT_PCT}% of new invoices")
             written = demo_history_write(tenant=tenant, now=timezone.now())
             self.stdout.write(f"demo history: {written} past invoices written" if written
                               else "demo history already present")
