@@ -8,13 +8,14 @@ from typing import Any
 
 from django.template.loader import render_to_string
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ledger.report import report_csv
+from ledger.schemas import REPORT, REPORT_EXAMPLES
 from ledger.selectors import report_build
 from paypilot.api import ApiError
 from paypilot.auth import authorize
@@ -29,7 +30,7 @@ _DESCRIPTION = (
     "cohorts; lift null with a note below 30 invoices per arm."
 )
 _CSV = {(200, "text/csv"): OpenApiTypes.STR}
-_ANSWERS = {(200, "application/json"): OpenApiTypes.OBJECT, **_CSV, (200, "text/html"): OpenApiTypes.STR}
+_ANSWERS = {(200, "application/json"): REPORT, **_CSV, (200, "text/html"): OpenApiTypes.STR}
 
 
 class ReportCsvRenderer(BaseRenderer):
@@ -66,6 +67,7 @@ class ReportApi(APIView):
         parameters=[OpenApiParameter("format", str, enum=list(REPORT_FORMATS), required=False,
                                      description="json (default), csv or html; overrides the Accept header")],
         responses=_ANSWERS,
+        examples=REPORT_EXAMPLES,
     )
     def get(self, request: Request) -> Response:
         principal = authorize(request, permission="report.read")
@@ -93,7 +95,9 @@ class ReportCsvApi(ReportApi):
     """`GET /report.csv`: CSV whatever the Accept header or `format` says."""
 
     @extend_schema(operation_id="report_csv", summary="Recovery report for the token's tenant as CSV",
-                   description=_DESCRIPTION, responses=_CSV)
+                   description=_DESCRIPTION, responses=_CSV,
+                   examples=[OpenApiExample("two rows", response_only=True, media_type="text/csv",
+                                            value="section,key,currency,value\nattribution,lift_pp,,12.0\n")])
     def get(self, request: Request) -> Response:
         return super().get(request)
 
