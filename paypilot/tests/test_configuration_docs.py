@@ -41,3 +41,13 @@ def test_settings_reads_are_all_found():
     names = {read.name for read in env_reads()}
     assert {"DATABASE_URL", "PAYPILOT_RETENTION_MONTHS", "PAYPILOT_WEBHOOK_BODY_DAYS",
             "PAYPILOT_PII_SALT", "ANYMAIL", "PAYPILOT_FACTS_DIR", "DJANGO_STATIC_ROOT"} <= names
+
+
+def test_the_docs_call_manage_py_one_way():
+    # README's way: the project's own virtualenv, so a command copied from any page works.
+    root = Path(settings.BASE_DIR)
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    other = [f"{page.name}:{number}" for page in pages
+             for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"(?<![/\w.-])python3? manage\.py", line)]
+    assert other == []
