@@ -24,7 +24,7 @@ def doc_commands() -> list[list[str]]:
 
 
 def key_and_flags(words: list[str]) -> tuple[str, list[str]]:
-    if words[0] == "python" and words[1] == "manage.py":
+    if words[0] in {"python", ".venv/bin/python", "$PY"} and words[1] == "manage.py":
         head = f"manage.py {words[2]}"
         rest = words[3:]
         if rest and not rest[0].startswith("-") and words[2] in {"tenants", "tokens"}:
