@@ -37,6 +37,9 @@ class SendContext:
     link: str  # PayPilot's own signed recovery link, minted for this send
     full_body: str  # exactly what would leave: body + link + disclosure
     now: datetime
+    # The HTML part exactly as it would leave, once emails carry one: the same guard reads
+    # its attributes and entities (dunning.guards.guard_check).
+    html_body: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,13 @@ def _cooldown(ctx: SendContext) -> bool:
 def _final_verdict_has(ctx: SendContext, code: str) -> bool:
     # The final text, link and disclosure included: dunning's guard allows our own host
     # and strips allowed links before looking for secrets, so the signed token is not one.
-    return code in guard_check(subject=ctx.subject, body=ctx.full_body).reasons
+    return code in guard_check(subject=ctx.subject, body=ctx.full_body, html_body=ctx.html_body).reasons
+
+
+def _link_schemes(ctx: SendContext) -> bool:
+    """Only http(s) links: no `javascript:`, `data:`, `vbscript:`, `file:` or `//host`, in
+    any spelling (entities, percent-escapes, controls inside the scheme)."""
+    return not _final_verdict_has(ctx, guards.LINK_SCHEME_NOT_ALLOWED)
 
 
 def _link_hosts(ctx: SendContext) -> bool:
@@ -140,7 +149,7 @@ def _secret_text(ctx: SendContext) -> bool:
 
 def _output_guard(ctx: SendContext) -> bool:
     """Everything else the output guard refuses (card-like digits, leftover placeholders)."""
-    return guard_check(subject=ctx.subject, body=ctx.full_body).ok
+    return guard_check(subject=ctx.subject, body=ctx.full_body, html_body=ctx.html_body).ok
 
 
 # --- the table ----------------------------------------------------------------------------
@@ -155,6 +164,7 @@ NO_RECIPIENT = "no_recipient"
 RECIPIENT_NOT_ALLOWLISTED = "recipient_not_allowlisted"
 MAX_TOUCHES_REACHED = "max_touches_reached"
 COOLDOWN_ACTIVE = "cooldown_active"
+LINK_SCHEME_NOT_ALLOWED = "link_scheme_not_allowed"
 LINK_HOST_NOT_ALLOWED = "link_host_not_allowed"
 SECRET_SHAPED_TEXT = "secret_shaped_text"
 OUTPUT_GUARD_REFUSED = "output_guard_refused"
@@ -170,6 +180,7 @@ SEND_GATES: tuple[Gate, ...] = (
     Gate("recipient_allowlisted", RECIPIENT_NOT_ALLOWLISTED, _recipient_allowlisted),
     Gate("max_touches", MAX_TOUCHES_REACHED, _max_touches),
     Gate("cooldown", COOLDOWN_ACTIVE, _cooldown),
+    Gate("link_schemes", LINK_SCHEME_NOT_ALLOWED, _link_schemes),
     Gate("link_hosts", LINK_HOST_NOT_ALLOWED, _link_hosts),
     Gate("secret_text", SECRET_SHAPED_TEXT, _secret_text),
     Gate("output_guard", OUTPUT_GUARD_REFUSED, _output_guard),
