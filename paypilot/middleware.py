@@ -59,6 +59,7 @@ class RequestContextMiddleware:
                         "ms": round(elapsed_ms, 2),
                         "client": client_prefix(request.META.get("REMOTE_ADDR")),
                         "request_id": request_id,
+                        **({"refusal_id": request.refusal_id} if hasattr(request, "refusal_id") else {}),
                     },
                     separators=(",", ":"),
                 )

@@ -55,6 +55,8 @@ INSTALLED_APPS = [
 # Lean on purpose: each middleware costs throughput on the hot API paths.
 MIDDLEWARE = [
     "paypilot.middleware.RequestContextMiddleware",
+    # Outside the rate limit, so its 429s get a refusal id too (paypilot.refusals).
+    "paypilot.refusals.RefusalMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # serves /static/ under gunicorn
     "paypilot.middleware.RateLimitMiddleware",
