@@ -1,4 +1,4 @@
-"""Request context (id, timing, access log, security headers) and rate limits."""
+"""Request context (id, timing, access log, security headers and CSP) and rate limits."""
 
 from __future__ import annotations
 
@@ -26,6 +26,30 @@ _SECURITY_HEADERS = {
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
 }
 
+# Content-Security-Policy: same origin only, no plugins, no framing, no <base>, forms post
+# back to us. Django 5.2 has no CSP of its own and one header needs no package.
+_CSP_STRICT = ("default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; "
+               "object-src 'none'")
+# Pages whose templates carry an inline <style> block (the admin console's review page and
+# the report with its SVG charts, the ACH table, Swagger UI's own template) may use inline
+# styles; scripts stay same-origin everywhere. Swagger UI's stylesheet draws its icons as
+# data: images.
+_CSP_INLINE_STYLE = f"{_CSP_STRICT}; style-src 'self' 'unsafe-inline'"
+_CSP_BY_PREFIX: tuple[tuple[str, str], ...] = (
+    ("/docs", f"{_CSP_INLINE_STYLE}; img-src 'self' data:"),
+    ("/admin/", _CSP_INLINE_STYLE),
+    ("/report", _CSP_INLINE_STYLE),
+    ("/ach-returns", _CSP_INLINE_STYLE),
+)
+
+
+def csp_for(path: str) -> str:
+    """The Content-Security-Policy for a path: the strict one unless a page needs more."""
+    for prefix, policy in _CSP_BY_PREFIX:
+        if path.startswith(prefix):
+            return policy
+    return _CSP_STRICT
+
 
 class RequestContextMiddleware:
     """X-Request-ID (kept when sane, else generated), X-Process-Time, security headers and
@@ -45,6 +69,7 @@ class RequestContextMiddleware:
         response["X-Process-Time"] = f"{elapsed_ms:.2f}ms"
         for header, value in _SECURITY_HEADERS.items():
             response.headers.setdefault(header, value)
+        response.headers.setdefault("Content-Security-Policy", csp_for(request.path))
         match = getattr(request, "resolver_match", None)
         route = match.route if match else "unmatched"
         REQUESTS.labels(request.method, route, str(response.status_code)).inc()

@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from paypilot import views
 
@@ -12,7 +12,8 @@ urlpatterns = [
     path("tokens", views.TokenListApi.as_view(), name="token-list"),
     path("tokens/<str:prefix>", views.TokenDetailApi.as_view(), name="token-detail"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    # The split view serves its start-up script from /docs?script=, not inline: CSP 'self'.
+    path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
     path("admin/", admin.site.urls),
     path("", include("decisions.urls")),
     path("", include("ledger.urls")),
