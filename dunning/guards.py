@@ -187,17 +187,33 @@ def _decoded(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+# Every character _GAP allows between letters, for the cheap pre-check below.
+_GAP_CHARS = dict.fromkeys(
+    [*range(0x00, 0x21), 0x7F, 0xAD, 0x34F, 0x61C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E,
+     *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065), 0xFEFF]
+)
+_SCHEME_WORDS = ("script", "mocha", "data", "file", "blob")
+
+
 def _scheme_refused(text: str) -> bool:
-    return bool(_DANGEROUS_SCHEME.search(text) or _PROTOCOL_RELATIVE.search(text))
+    # The full pattern tries every position; most copy names none of the schemes' words
+    # even with the gaps taken out, and is done after one translate.
+    compact = text.translate(_GAP_CHARS).lower()
+    if any(word in compact for word in _SCHEME_WORDS) and _DANGEROUS_SCHEME.search(text):
+        return True
+    return _PROTOCOL_RELATIVE.search(text) is not None
 
 
 def _lookalike_host(text: str, hosts: frozenset[str]) -> bool:
     """A non-ASCII domain, or an allowed host spelt with look-alike characters."""
-    if any(not m.group(0).isascii() for m in _UNICODE_DOMAIN.finditer(text)):
+    if not text.isascii() and any(not m.group(0).isascii() for m in _UNICODE_DOMAIN.finditer(text)):
         return True
-    # One character in, one out, so a match in the folded copy has the same span in the copy.
-    folded = "".join((c.translate(_CONFUSABLES).lower() or c)[:1] for c in text)
-    lowered = "".join(c.lower()[:1] or c for c in text)
+    # One character in, one out, so a match in the folded copy has the same span in the copy
+    # (the table maps one character to one; lower() keeps lengths but for a few letters).
+    folded, lowered = text.translate(_CONFUSABLES).lower(), text.lower()
+    if len(folded) != len(text) or len(lowered) != len(text):
+        folded = "".join(c.translate(_CONFUSABLES).lower()[:1] or c for c in text)
+        lowered = "".join(c.lower()[:1] or c for c in text)
     for host in hosts:
         skeleton = host.translate(_CONFUSABLES)
         for match in re.finditer(re.escape(skeleton), folded):
@@ -304,9 +320,12 @@ def _links_check(text: str, html_part: str | None, hosts: frozenset[str]) -> _Li
     stripped, bad_host, bad_scheme = _strip_links("\n".join(sources), hosts)
     raw = "\n".join([text, html_part or ""])
     decoded = _decoded(raw)
-    _, decoded_bad_host, decoded_bad_scheme = _strip_links(decoded, hosts)
-    bad_host = bad_host or decoded_bad_host or _lookalike_host(decoded, hosts)
-    bad_scheme = bad_scheme or decoded_bad_scheme or bad_attr or _scheme_refused(raw) or _scheme_refused(decoded)
+    if decoded != raw:  # plain copy decodes to itself: its links were read above
+        _, decoded_bad_host, decoded_bad_scheme = _strip_links(decoded, hosts)
+        bad_host = bad_host or decoded_bad_host
+        bad_scheme = bad_scheme or decoded_bad_scheme or _scheme_refused(decoded)
+    bad_host = bad_host or _lookalike_host(decoded, hosts)
+    bad_scheme = bad_scheme or bad_attr or _scheme_refused(raw)
     return _LinkFindings(text=stripped, bad_host=bad_host, bad_scheme=bad_scheme, active=active)
 
 
