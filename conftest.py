@@ -160,8 +160,8 @@ def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _egress_guard_install() -> None:
-    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign,assignment]
     socket.socket.sendto = _guarded_sendto  # type: ignore[method-assign,assignment]
     socket.getaddrinfo = _guarded_getaddrinfo
 

@@ -130,7 +130,12 @@ def _cooldown(ctx: SendContext) -> bool:
 def _final_verdict_has(ctx: SendContext, code: str) -> bool:
     # The final text, link and disclosure included: dunning's guard allows our own host
     # and strips allowed links before looking for secrets, so the signed token is not one.
-    return code in guard_check(subject=ctx.subject, body=ctx.full_body, html_body=ctx.html_body).reasons
+    return code in _verdict(ctx).reasons
+
+
+def _verdict(ctx: SendContext) -> guards.GuardVerdict:
+    """The output guard over exactly what would leave; only the minted link may name our host."""
+    return guard_check(subject=ctx.subject, body=ctx.full_body, html_body=ctx.html_body, minted=ctx.link)
 
 
 def _link_schemes(ctx: SendContext) -> bool:
@@ -149,7 +154,7 @@ def _secret_text(ctx: SendContext) -> bool:
 
 def _output_guard(ctx: SendContext) -> bool:
     """Everything else the output guard refuses (card-like digits, leftover placeholders)."""
-    return guard_check(subject=ctx.subject, body=ctx.full_body, html_body=ctx.html_body).ok
+    return _verdict(ctx).ok
 
 
 # --- the table ----------------------------------------------------------------------------

@@ -94,18 +94,21 @@ def _host_of(candidate: str) -> str | None:
     return (parts.hostname or "").lower() or None
 
 
-def _strip_links(text: str, hosts: frozenset[str]) -> tuple[str, bool, bool]:
+def _strip_links(text: str, hosts: frozenset[str], minted: str | None = None) -> tuple[str, bool, bool]:
     """Remove allowed links (so their signed tokens are not read as secrets); flag others,
     which stay in the text for the remaining checks. Returns (text, bad host, bad scheme):
-    a link to an allowed host under any scheme but http(s) (`ftp://`, `ws://`) is refused."""
+    a link to an allowed host under any scheme but http(s) (`ftp://`, `ws://`) is refused.
+    With `minted` (the one link minted for this send), any other link to its host is
+    refused too: an old or another invoice's `/r/` link pasted into the copy."""
     bad_host = bad_scheme = False
+    minted_host = _host_of(minted) if minted else None
 
     def check(match: re.Match[str]) -> str:
         nonlocal bad_host, bad_scheme
         candidate = match.group(0).rstrip(".,;:!?)")
         scheme = candidate.partition("://")[0].lower() if "://" in candidate else "https"
         host = _host_of(candidate)
-        if host is None or host not in hosts:
+        if host is None or host not in hosts or (host == minted_host and candidate != minted):
             bad_host = True
             return match.group(0)
         if scheme not in _WEB_SCHEMES:
@@ -277,7 +280,7 @@ class _HtmlPart(HTMLParser):
                 self.urls.append(match.group(1))
 
 
-def _url_allowed(value: str, hosts: frozenset[str]) -> bool:
+def _url_allowed(value: str, hosts: frozenset[str], minted: str | None = None) -> bool:
     """An attribute URL passes only as an absolute http(s) link to an allowed host (or a
     bare in-page `#fragment`): relative links have no base in an email, and every other
     scheme is refused whatever its spelling."""
@@ -291,6 +294,8 @@ def _url_allowed(value: str, hosts: frozenset[str]) -> bool:
     if not sep or scheme.lower() not in _WEB_SCHEMES or not url[len(scheme) + 1:].startswith("//"):
         return False
     host = _host_of(url)
+    if minted and host == _host_of(minted) and url != minted:
+        return False
     return host is not None and host in hosts
 
 
@@ -302,7 +307,8 @@ class _LinkFindings:
     active: bool
 
 
-def _links_check(text: str, html_part: str | None, hosts: frozenset[str]) -> _LinkFindings:
+def _links_check(text: str, html_part: str | None, hosts: frozenset[str],
+                 minted: str | None = None) -> _LinkFindings:
     """Every link in the text and the HTML part, read raw and decoded."""
     active = False
     sources = [text]
@@ -311,17 +317,17 @@ def _links_check(text: str, html_part: str | None, hosts: frozenset[str]) -> _Li
         parser.feed(html_part)
         parser.close()
         active = parser.active
-        bad_attr = not all(_url_allowed(url, hosts) for url in parser.urls)
+        bad_attr = not all(_url_allowed(url, hosts, minted) for url in parser.urls)
         # The visible text goes through the text checks; the raw source through the scheme
         # scan below (a scheme in a title or a broken tag is still refused).
         sources.append("\n".join(parser.text))
     else:
         bad_attr = False
-    stripped, bad_host, bad_scheme = _strip_links("\n".join(sources), hosts)
+    stripped, bad_host, bad_scheme = _strip_links("\n".join(sources), hosts, minted)
     raw = "\n".join([text, html_part or ""])
     decoded = _decoded(raw)
     if decoded != raw:  # plain copy decodes to itself: its links were read above
-        _, decoded_bad_host, decoded_bad_scheme = _strip_links(decoded, hosts)
+        _, decoded_bad_host, decoded_bad_scheme = _strip_links(decoded, hosts, minted)
         bad_host = bad_host or decoded_bad_host
         bad_scheme = bad_scheme or decoded_bad_scheme or _scheme_refused(decoded)
     bad_host = bad_host or _lookalike_host(decoded, hosts)
@@ -330,11 +336,12 @@ def _links_check(text: str, html_part: str | None, hosts: frozenset[str]) -> _Li
 
 
 def guard_check(*, subject: str, body: str, html_body: str | None = None,
-                extra_hosts: Iterable[str] = ()) -> GuardVerdict:
+                extra_hosts: Iterable[str] = (), minted: str | None = None) -> GuardVerdict:
     """Scan outgoing copy: the subject, the text part and (when there is one) the HTML part.
-    `extra_hosts` adds hosts allowed for this one message only."""
+    `extra_hosts` adds hosts allowed for this one message only; `minted` is the link minted
+    for this send, the only one to its host that may appear (the approvals send gates)."""
     reasons: list[str] = []
-    found = _links_check(f"{subject}\n{body}", html_body, allowed_hosts(extra_hosts))
+    found = _links_check(f"{subject}\n{body}", html_body, allowed_hosts(extra_hosts), minted)
     if found.bad_host:
         reasons.append(LINK_HOST_NOT_ALLOWED)
     if found.bad_scheme:

@@ -207,6 +207,13 @@ def test_link_scheme_not_allowed(approved, body):
     _refused(approved(body=body), "link_scheme_not_allowed")
 
 
+def test_only_the_minted_link_to_our_host(approved, settings):
+    # Another /r/ link on our own host (an older email's, another invoice's) is not the one
+    # minted for this send.
+    approval = approved(body=f"Pay with {settings.PAYPILOT_PUBLIC_BASE_URL}/r/eyJpIjoxfQ:1old:AbCdEf today.")
+    _refused(approval, "link_host_not_allowed")
+
+
 def test_link_host_refused_in_disclosure_too(approved, settings):
     approval = approved(source="llm")
     settings.PAYPILOT_AI_DISCLOSURE = "Written with help from https://ai.example.net"

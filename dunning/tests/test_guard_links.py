@@ -172,3 +172,18 @@ PASSES_HTML = [
 def test_html_part_passes(html_body: str) -> None:
     verdict = guard_check(subject="About your payment", body=f"Update your card: {MINTED}", html_body=html_body)
     assert verdict.ok, verdict.reasons
+
+
+def test_with_the_minted_link_no_other_link_to_its_host_passes() -> None:
+    other = "https://paypilot.example/r/eyJpIjo5OX0:1tOther:ZzYyXx"
+    assert guard_check(subject="s", body=f"Update: {MINTED}", minted=MINTED).ok
+    assert guard_check(subject="s", body=f"Update: {MINTED}.", minted=MINTED).ok  # sentence full stop
+    verdict = guard_check(subject="s", body=f"Update: {MINTED}\nOr: {other}", minted=MINTED)
+    assert verdict.reasons == [HOST]
+    html_verdict = guard_check(subject="s", body=f"Update: {MINTED}", minted=MINTED,
+                               html_body=f'<a href="{other}">Update</a>')
+    assert SCHEME in html_verdict.reasons
+    assert guard_check(subject="s", body=f"Update: {MINTED}", minted=MINTED,
+                       html_body=f'<a href="{MINTED}">Update</a>').ok
+    # Without a minted link (drafting, before a send exists) our host is simply allowed.
+    assert guard_check(subject="s", body=f"Update: {other}").ok
