@@ -6,6 +6,10 @@ tenant, a 415, a 429) carries an id without its code changing:
 - `refusal_id_for(request)` mints the id on first use and keeps it on the request. A view
   that writes its own refusal row (the auth rejection, `/decide`'s `DecisionRefusal`) asks
   for it there, so its row and the answer name the same id.
+- A service that writes its own refusal row without the request at hand (the webhook
+  inbox's `integrations.webhook.rejected`) adds `**refusal_audit_detail()` to its detail:
+  the id of the request being served (a context variable the middleware sets), or nothing
+  outside a request.
 - `RefusalMiddleware` stamps every 4xx answer: the `X-Refusal-ID` header, `refusal_id` in a
   JSON object body, and one `paypilot.request.refused` audit event (status, reason code,
   route, method, client network; never the path's values, headers or body) unless the view
@@ -21,6 +25,7 @@ import json
 import logging
 import secrets
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from django.db import DatabaseError
@@ -37,6 +42,7 @@ REFUSED_EVENT = "paypilot.request.refused"
 # Statuses answered with an id but no audit row (see the module docstring).
 UNAUDITED_STATUSES = frozenset({429})
 _PREFIX = "rf_"
+_current_request: ContextVar[HttpRequest | None] = ContextVar("paypilot_refusal_request", default=None)
 
 
 def _http_request(request: Any) -> HttpRequest:
@@ -58,6 +64,16 @@ def refusal_audited(request: Any) -> None:
     """Say that an audit event carrying this request's refusal id has been written, so
     the middleware does not write a second one."""
     _http_request(request)._refusal_audited = True  # type: ignore[attr-defined]
+
+
+def refusal_audit_detail() -> dict[str, str]:
+    """`{"refusal_id": ...}` for an audit row recording the refusal of the request being
+    served (and the middleware then writes no second row); `{}` outside a request."""
+    request = _current_request.get()
+    if request is None:
+        return {}
+    refusal_audited(request)
+    return {"refusal_id": refusal_id_for(request)}
 
 
 def refusal_find(*, refusal_id: str) -> AuditEvent | None:
@@ -125,7 +141,11 @@ class RefusalMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+        token = _current_request.set(request)
+        try:
+            response = self.get_response(request)
+        finally:
+            _current_request.reset(token)
         if 400 <= response.status_code < 500:
             _stamp(request, response)
         return response
