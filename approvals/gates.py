@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from django.conf import settings
 from django.db.models import Q
@@ -135,7 +136,15 @@ def _final_verdict_has(ctx: SendContext, code: str) -> bool:
 
 def _verdict(ctx: SendContext) -> guards.GuardVerdict:
     """The output guard over exactly what would leave; only the minted link may name our host."""
-    return guard_check(subject=ctx.subject, body=ctx.full_body, html_body=ctx.html_body, minted=ctx.link)
+    # The allowlist is part of the key: the same text may be judged again under new settings.
+    hosts = (tuple(settings.PAYPILOT_LINK_ALLOWED_HOSTS), settings.PAYPILOT_PUBLIC_BASE_URL)
+    return _verdict_of(ctx.subject, ctx.full_body, ctx.html_body, ctx.link, hosts)
+
+
+@lru_cache(maxsize=32)  # four gates read one verdict per send: compute it once
+def _verdict_of(subject: str, full_body: str, html_body: str | None, link: str,
+                hosts: tuple[tuple[str, ...], str]) -> guards.GuardVerdict:
+    return guard_check(subject=subject, body=full_body, html_body=html_body, minted=link)
 
 
 def _link_schemes(ctx: SendContext) -> bool:
