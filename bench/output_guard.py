@@ -45,7 +45,8 @@ def main() -> None:
             for _ in range(args.n):
                 guard_check(subject="Your payment did not go through", body=BODY, **kwargs)
             runs.append((time.perf_counter() - started) / args.n * 1e6)
-        print(f"guard_check {label:<13} {statistics.median(runs):7.1f} us per call (median of {args.repeat} x {args.n})")
+        median = statistics.median(runs)
+        print(f"guard_check {label:<13} {median:7.1f} us per call (median of {args.repeat} x {args.n})")
 
 
 if __name__ == "__main__":
