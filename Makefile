@@ -24,15 +24,12 @@ migrate: install
 demo: migrate
 	$(PY) manage.py demo_setup
 
-# Web server and django-q2 cluster together; Ctrl-C stops both. One granian worker: with
-# several, a Ctrl-C reaching the whole process group left workers behind (seen here).
+# Web server and django-q2 cluster together, from the Procfile under honcho (manage.py serve):
+# one Ctrl-C stops every process within seconds.
 run: demo
 	$(PY) manage.py collectstatic --noinput -v0
 	@echo "PayPilot on http://$(HOST):$(PORT)/ (admin at /admin/). Ctrl-C stops the server and the workers."
-	@trap 'kill 0' INT TERM EXIT; \
-	$(PY) manage.py qcluster & \
-	$(VENV)/bin/granian --interface wsgi --host $(HOST) --port $(PORT) --workers 1 --blocking-threads 4 paypilot.wsgi:application & \
-	wait
+	@$(PY) manage.py serve --host $(HOST) --port $(PORT)
 
 test: install
 	$(PY) -m pytest

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -31,14 +32,40 @@ def _sources(request: Request) -> tuple[str, ...] | None:
     return names
 
 
+_REFUSALS = inline_serializer("RefusalList", {
+    "tenant": serializers.CharField(),
+    "refusals": inline_serializer("Refusal", {
+        "source": serializers.ChoiceField(choices=list(SOURCES)), "gate": serializers.CharField(),
+        "reason": serializers.CharField(), "created_at": serializers.DateTimeField(),
+        "tenant": serializers.CharField(),
+    }, many=True, help_text="each row also carries the ids of what it refers to, by source"),
+    "sources": serializers.DictField(child=inline_serializer("RefusalSource", {
+        "status": serializers.ChoiceField(choices=["read", "not_installed", "not_requested"]),
+        "count": serializers.IntegerField(),
+    })),
+})
+
+
 class RefusalListApi(APIView):
     @extend_schema(
         operation_id="refusals_list",
         parameters=[
-            OpenApiParameter("limit", int, description=f"rows, 1..{MAX_LIMIT} (default 100)"),
-            OpenApiParameter("source", str, description="comma-separated: " + ", ".join(SOURCES)),
+            OpenApiParameter("limit", {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                             description=f"rows, 1..{MAX_LIMIT} (default 100)"),
+            OpenApiParameter("source", {"type": "string", "pattern": "^(" + "|".join(SOURCES) + ")(,("
+                                        + "|".join(SOURCES) + "))*$"},
+                             description="comma-separated: " + ", ".join(SOURCES)),
         ],
-        responses={200: dict},
+        responses={200: _REFUSALS},
+        examples=[OpenApiExample("a suppressed send", response_only=True, value={
+            "tenant": "acme",
+            "refusals": [{"source": "suppressed_sends", "gate": "recipient_allowlist",
+                          "reason": "recipient_not_allowlisted",
+                          "created_at": "2026-12-01T09:00:00+00:00", "tenant": "acme", "suppressed_id": 5,
+                          "approval": 3, "invoice_id": 17, "dry_run": True}],
+            "sources": {"decision_refusals": {"status": "read", "count": 0},
+                        "suppressed_sends": {"status": "read", "count": 1}},
+        })],
     )
     def get(self, request: Request) -> Response:
         principal = authorize(request, permission="refusals.read")

@@ -30,6 +30,11 @@ except ImportError:  # pragma: no cover
     AnymailAPIError = AnymailConfigurationError = AnymailInvalidAddress = None  # type: ignore[misc,assignment]
     AnymailRecipientsRefused = AnymailUnsupportedFeature = None  # type: ignore[misc,assignment]
 
+try:  # anymail's HTTP backends run on requests
+    from requests import exceptions as requests_exceptions
+except ImportError:  # pragma: no cover
+    requests_exceptions = None  # type: ignore[assignment]
+
 LINK_LEAD = "Update your payment details here:"
 
 
@@ -65,14 +70,17 @@ def email_compose(*, approval: ApprovalRequest) -> ComposedEmail:
 
 
 class DeliveryError(Exception):
-    """The backend did not accept the message. `transient` says whether trying again later
+    """The backend did not confirm the message. `transient` says whether trying again later
     can help (timeouts, 429, 5xx, 4xx SMTP replies) or not (refused or invalid address,
-    4xx API answers, configuration)."""
+    4xx API answers, configuration). `ambiguous`: the request reached the provider and its
+    answer was lost (a read timeout, a 2xx we could not read), so the message may have gone
+    out and must not be retried automatically."""
 
-    def __init__(self, code: str, *, transient: bool) -> None:
+    def __init__(self, code: str, *, transient: bool, ambiguous: bool = False) -> None:
         super().__init__(code)
         self.code = code
         self.transient = transient
+        self.ambiguous = ambiguous
 
 
 def delivery_error_classify(exc: Exception) -> DeliveryError:
@@ -85,6 +93,14 @@ def delivery_error_classify(exc: Exception) -> DeliveryError:
         return DeliveryError("provider_refused", transient=False)
     if AnymailAPIError is not None and isinstance(exc, AnymailAPIError):
         status = getattr(exc, "status_code", None)
+        # anymail re-raises a requests failure as a subclass of both types: a read timeout
+        # means the request was sent and only the answer is missing (a connect timeout is
+        # both Timeout and ConnectionError, and nothing was sent).
+        if (requests_exceptions is not None and isinstance(exc, requests_exceptions.Timeout)
+                and not isinstance(exc, requests_exceptions.ConnectTimeout)):
+            return DeliveryError("provider_timeout", transient=False, ambiguous=True)
+        if status is not None and 200 <= status < 300:  # accepted, then unreadable
+            return DeliveryError("provider_answer_unreadable", transient=False, ambiguous=True)
         if status is None or status == 429 or status >= 500:
             return DeliveryError("provider_unavailable", transient=True)
         return DeliveryError("provider_rejected", transient=False)

@@ -83,6 +83,11 @@ class EmailSend(models.Model):
         DELIVERED = "delivered"  # the provider reported delivery (tracking webhook)
         BOUNCED = "bounced"  # the provider reported a bounce (tracking webhook)
         FAILED = "failed"  # permanent failure or retries used up: nothing went out
+        # Handed to the backend with no acceptance recorded (its sender died, or the
+        # provider's answer was lost), or its one automatic retry died too: whether it went
+        # out cannot be known here. A person checks the provider's log and marks it sent or
+        # resends it; nothing resends it automatically.
+        UNKNOWN = "unknown", "delivery unknown"
 
     # Statuses that reached a provider: they count towards max touches and the cooldown.
     TOUCH_STATUSES = (Status.SENT, Status.DELIVERED, Status.BOUNCED)
@@ -100,6 +105,14 @@ class EmailSend(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     error_code = models.CharField(max_length=64, blank=True)  # e.g. provider_permanent
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # When the current attempt took the slot (`sending`); the sweeper treats a claim older
+    # than PAYPILOT_SEND_CLAIM_TIMEOUT as its sender's death.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    # Committed just before the backend is called: a dead claim without it never reached
+    # the backend, so it may be retried; with it, delivery is unknown.
+    handed_at = models.DateTimeField(null=True, blank=True)
+    # The sweeper already gave a dead claim its one automatic retry.
+    reclaimed = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)

@@ -8,7 +8,11 @@ Four sources, each read from the database:
 - `decision_fall_throughs`: decisions whose failure code matched no row and fell through to
   the default row (decisions.DecisionRecord with matched=False);
 - `guard_swaps`: drafts whose model-written copy the output guard replaced with fixed copy
-  (dunning.Draft with fallback_used=True).
+  (dunning.Draft with fallback_used=True);
+- `delivery_unknown`: sends handed to the backend without a recorded acceptance (their
+  worker died, or the provider's answer was lost), or whose one automatic retry died too,
+  waiting for a person to mark them sent or resend them
+  (approvals.EmailSend with status `unknown`; see `approvals.claims`).
 The answer carries a `sources` map saying which were read and how many rows each gave,
 so "no rows" can be told apart from "not looked at". A suppressed-send reason the gate
 table does not know is listed as `unclassified`, never dropped.
@@ -25,7 +29,7 @@ from django.apps import apps
 from django.db import models
 
 from approvals.gates import REASON_GATES
-from approvals.models import SuppressedSend
+from approvals.models import EmailSend, SuppressedSend
 from paypilot.models import Tenant
 
 UNCLASSIFIED = "unclassified"
@@ -102,11 +106,26 @@ def _guard_swaps(tenant: Tenant | None, limit: int) -> list[Refusal]:
     return out
 
 
+def _delivery_unknown(tenant: Tenant | None, limit: int) -> list[Refusal]:
+    rows = _scoped(EmailSend.objects.select_related("tenant"), tenant).filter(
+        status=EmailSend.Status.UNKNOWN
+    )
+    return [
+        # No later timestamp is kept on the row: the claim time is when its sender died.
+        Refusal("delivery_unknown", "delivery", r.error_code or UNCLASSIFIED,
+                r.claimed_at or r.created_at, r.tenant.slug,
+                {"send": r.pk, "approval": r.approval_id, "invoice_id": r.invoice_id,
+                 "attempts": r.attempts})
+        for r in rows.order_by("-claimed_at", "-pk")[:limit]
+    ]
+
+
 SOURCES: dict[str, Callable[[Tenant | None, int], list[Refusal]]] = {
     "decision_refusals": _decision_refusals,
     "suppressed_sends": _suppressed_sends,
     "decision_fall_throughs": _fall_throughs,
     "guard_swaps": _guard_swaps,
+    "delivery_unknown": _delivery_unknown,
 }
 
 

@@ -4,8 +4,12 @@ Order of work, and why:
 1. The gates run; the first refusal is stored as a `SuppressedSend` and nothing is sent.
 2. An `EmailSend` row is inserted and committed BEFORE the provider is called. Its unique
    constraint on the draft is what makes a send task that runs twice send once.
-3. The backend is called. A transient failure leaves the row `retrying` with a backoff;
-   a permanent one `failed`. Either way nothing went out.
+3. `handed_at` is committed (a compare-and-set on the claim), then the backend is called.
+   A worker that dies before this leaves a claim the sweeper may retry once; after it,
+   delivery is unknown and a person decides (`approvals.claims`). A transient failure
+   leaves the row `retrying` with a backoff, a permanent one `failed` (nothing went out
+   either way); an answer lost after the request left (`DeliveryError.ambiguous`) leaves it
+   `unknown`, never retried automatically.
 4. The provider's acceptance, the audit event and `invoice_mark_messaged` are written in one
    transaction. If that transaction fails, the acceptance is written to a durable file in
    PAYPILOT_SEND_FALLBACK_DIR, which the next attempt reads first so the email is never
@@ -46,7 +50,8 @@ RETRY_BACKOFF_MINUTES = (1, 5, 30)
 
 @dataclass(frozen=True)
 class SendResult:
-    # sent | dry_run | suppressed | retrying | failed | duplicate | already_done | sent_unrecorded
+    # sent | dry_run | suppressed | retrying | failed | delivery_unknown | duplicate | already_done
+    # | sent_unrecorded
     outcome: str
     reason: str = ""
     gate: str = ""
@@ -166,12 +171,14 @@ def _claim(*, approval: ApprovalRequest, existing: EmailSend | None,
                     tenant_id=approval.tenant_id, approval=approval, draft_id=approval.draft_id,
                     invoice_id=approval.invoice_id, customer_id=approval.invoice.customer_id,
                     recipient_hash=pii_hash(composed.recipient.lower()), attempts=1,
+                    claimed_at=timezone.now(),
                 )
         except IntegrityError:
             return None
     with tenant_context(approval.tenant_id):
         claimed = EmailSend.objects.filter(pk=existing.pk, status=EmailSend.Status.RETRYING).update(
-            status=EmailSend.Status.SENDING, attempts=F("attempts") + 1, next_attempt_at=None
+            status=EmailSend.Status.SENDING, attempts=F("attempts") + 1, next_attempt_at=None,
+            claimed_at=timezone.now(), handed_at=None,
         )
         if not claimed:
             return None
@@ -179,25 +186,42 @@ def _claim(*, approval: ApprovalRequest, existing: EmailSend | None,
     return existing
 
 
+def _hand_off(*, send: EmailSend, approval: ApprovalRequest) -> bool:
+    """Commit "handed to the backend" just before the call. Only the holder of a live claim
+    gets True: a claim the sweeper already took back (its holder was presumed dead) gets
+    False and must not call the backend."""
+    with tenant_context(approval.tenant_id):
+        handed = EmailSend.objects.filter(
+            pk=send.pk, status=EmailSend.Status.SENDING, claimed_at=send.claimed_at,
+            handed_at__isnull=True,
+        ).update(handed_at=timezone.now())
+    return bool(handed)
+
+
 def _record_failure(*, send: EmailSend, approval: ApprovalRequest, error: DeliveryError,
                     now: datetime) -> str:
-    retry = error.transient and send.attempts < SEND_MAX_ATTEMPTS
+    retry = error.transient and not error.ambiguous and send.attempts < SEND_MAX_ATTEMPTS
     fields: dict[str, Any] = {"error_code": error.code[:64]}
-    if retry:
+    if error.ambiguous:  # it may have gone out: a person checks (approvals.claims)
+        fields.update(status=EmailSend.Status.UNKNOWN, next_attempt_at=None)
+        event = "approvals.send.delivery_unknown"
+    elif retry:
         wait = RETRY_BACKOFF_MINUTES[min(send.attempts, len(RETRY_BACKOFF_MINUTES)) - 1]
         fields.update(status=EmailSend.Status.RETRYING, next_attempt_at=now + timedelta(minutes=wait))
+        event = "approvals.send.retrying"
     else:
         fields.update(status=EmailSend.Status.FAILED, next_attempt_at=None)
+        event = "approvals.send.failed"
     with tenant_context(approval.tenant_id):
         EmailSend.objects.filter(pk=send.pk).update(**fields)
         audit_record(
-            event="approvals.send.retrying" if retry else "approvals.send.failed",
+            event=event,
             tenant=approval.tenant,
             detail={"approval": approval.pk, "send": send.pk, "invoice_id": approval.invoice_id,
                     "reason": error.code, "attempt": send.attempts},
         )
         send.refresh_from_db()
-    return "retrying" if retry else "failed"
+    return "delivery_unknown" if error.ambiguous else "retrying" if retry else "failed"
 
 
 def send_approved(*, approval_id: int, now: datetime | None = None) -> SendResult:
@@ -235,7 +259,7 @@ def send_approved(*, approval_id: int, now: datetime | None = None) -> SendResul
                               gate=gate.name)
 
     send = _claim(approval=approval, existing=existing, composed=composed)
-    if send is None:
+    if send is None or not _hand_off(send=send, approval=approval):
         return SendResult("duplicate")
     try:
         message_id = email_deliver(composed=composed, send_id=send.pk)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django_q.tasks import async_task
 
+from approvals.claims import send_claims_sweep
 from approvals.sending import send_approved, send_fallback_reconcile, send_missing, send_retry_due
 from approvals.services import approval_expire_stale
 from paypilot.models import Tenant
@@ -16,16 +17,18 @@ def send_approval(approval_id: int) -> str:
 
 
 def approvals_tick() -> dict[str, int]:
-    """The scheduled job (every minute), tenant by tenant: expire stale requests, enqueue
-    due retries and sends whose enqueue was lost; then copy fallback-recorded sends into the
-    database."""
-    expired = 0
+    """The scheduled job (every minute), tenant by tenant: expire stale requests, sweep sends
+    whose sender died (one retry, or "delivery unknown"), enqueue due retries and sends
+    whose enqueue was lost; then copy fallback-recorded sends into the database."""
+    expired = unknown = 0
     due: list[int] = []
     for tenant_id in Tenant.objects.values_list("pk", flat=True):
+        # Before the retries: a dead claim moved back to `retrying` is due at once.
+        unknown += len(send_claims_sweep(tenant_id=tenant_id).unknown)
         with tenant_context(tenant_id):
             expired += approval_expire_stale(tenant_id=tenant_id)
             due += send_retry_due(tenant_id=tenant_id) + send_missing(tenant_id=tenant_id)
     for approval_id in due:
         async_task("approvals.tasks.send_approval", approval_id)
     reconciled = send_fallback_reconcile()
-    return {"expired": expired, "enqueued": len(due), "reconciled": reconciled}
+    return {"expired": expired, "enqueued": len(due), "reconciled": reconciled, "unknown": unknown}

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 from django.db import DatabaseError
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
@@ -17,6 +17,17 @@ from rest_framework.views import APIView
 
 from decisions import rules, selectors, services, validation
 from decisions.models import DecisionRecord
+from decisions.schemas import (
+    DECIDE_EXAMPLES,
+    DECISION,
+    DECISION_HISTORY,
+    DECISION_RESPONSE_EXAMPLES,
+    HISTORY_EXAMPLES,
+    OUTCOME,
+    OUTCOME_EXAMPLES,
+    OUTCOME_SUMMARY,
+    SUMMARY_EXAMPLES,
+)
 from decisions.validation import BodyRefused
 from paypilot.api import ApiError
 from paypilot.auth import Principal, authorize, tenant_object_or_404
@@ -34,6 +45,12 @@ _DECIDE_IN = inline_serializer("DecideInput", {
     "failure_code": serializers.RegexField(r"^[a-z0-9_]{1,64}$"),
     "attempt": serializers.IntegerField(min_value=1, max_value=50, default=1),
     "prior_failures": serializers.IntegerField(min_value=0, max_value=50, default=0),
+    "card_brand": serializers.RegexField(r"^[A-Za-z_ ]{1,32}$", required=False, allow_null=True,
+                                         help_text="visa, mastercard, amex, ... when known"),
+    "network_advice_code": serializers.RegexField(r"^[A-Za-z0-9]{1,4}$", required=False, allow_null=True,
+                                                  help_text="the network's advice, e.g. Mastercard MAC 03"),
+    "network_decline_code": serializers.RegexField(r"^[A-Za-z0-9]{1,4}$", required=False, allow_null=True,
+                                                   help_text="the network's decline code, e.g. Visa 05"),
 })
 _OUTCOME_IN = inline_serializer("OutcomeInput", {
     "outcome": serializers.ChoiceField(choices=list(validation.REPORTABLE_OUTCOMES)),
@@ -91,20 +108,22 @@ class DecideApi(APIView):
     @extend_schema(
         operation_id="decide",
         request=_DECIDE_IN,
-        responses={200: dict, 400: _ERROR, 413: _ERROR, 422: _ERROR, 503: _ERROR},
-        examples=[OpenApiExample("card expired", request_only=True,
-                                 value={"invoice_id": "in_1001", "failure_code": "card_expired"})],
+        responses={200: DECISION, 400: _ERROR, 413: _ERROR, 422: _ERROR, 503: _ERROR},
+        examples=DECIDE_EXAMPLES + DECISION_RESPONSE_EXAMPLES,
         description="Decide from the rules table and record the decision before answering.",
     )
     def post(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="decide")
         try:
+            validation.require_json(request.META.get("CONTENT_TYPE"))
             data = validation.parse_object(_read_body(request))
             clean = validation.decide_input(data)
         except BodyRefused as refused:
             raise _refuse(request, principal, refused) from None
         decision = rules.decide(failure_code=clean.failure_code, attempt=clean.attempt,
-                                prior_failures=clean.prior_failures)
+                                prior_failures=clean.prior_failures, card_brand=clean.card_brand,
+                                network_advice_code=clean.network_advice_code,
+                                network_decline_code=clean.network_decline_code)
         try:
             record = services.decision_record(tenant=principal.tenant, invoice_ref=clean.invoice_id,
                                               decision=decision, source="api")
@@ -121,7 +140,8 @@ class DecideApi(APIView):
 
 
 class DecisionListApi(APIView):
-    @extend_schema(operation_id="decisions_list", responses={200: dict, 404: _ERROR})
+    @extend_schema(operation_id="decisions_list", responses={200: DECISION_HISTORY, 404: _ERROR},
+                   examples=HISTORY_EXAMPLES)
     def get(self, request: Request, invoice_id: str) -> Response:
         principal = authorize(request, permission="decisions.read")
         records = []
@@ -141,14 +161,15 @@ class DecisionListApi(APIView):
 class OutcomeReportApi(APIView):
     parser_classes = [_RawBodyParser]
 
-    @extend_schema(operation_id="decisions_outcome_report", request=_OUTCOME_IN,
-                   responses={200: dict, 201: dict, 404: _ERROR, 422: _ERROR})
+    @extend_schema(operation_id="decisions_outcome_report", request=_OUTCOME_IN, examples=OUTCOME_EXAMPLES,
+                   responses={200: OUTCOME, 201: OUTCOME, 404: _ERROR, 422: _ERROR})
     def post(self, request: Request, invoice_id: str) -> Response:
         principal = authorize(request, permission="decisions.report_outcome")
         if not (validation.INVOICE_ID_RE.fullmatch(invoice_id)
                 and selectors.decision_exists(tenant=principal.tenant, invoice_ref=invoice_id)):
             _not_found(request, principal, invoice_id)
         try:
+            validation.require_json(request.META.get("CONTENT_TYPE"))
             outcome, report_key = validation.outcome_input(validation.parse_object(_read_body(request)))
         except BodyRefused as refused:
             code = "invalid_input" if refused.status == 422 else refused.reason
@@ -168,7 +189,8 @@ class OutcomeReportApi(APIView):
 
 
 class OutcomeSummaryApi(APIView):
-    @extend_schema(operation_id="decisions_outcome_summary", responses={200: dict})
+    @extend_schema(operation_id="decisions_outcome_summary", responses={200: OUTCOME_SUMMARY},
+                   examples=SUMMARY_EXAMPLES)
     def get(self, request: Request) -> Response:
         principal = authorize(request, permission="decisions.read")
         return Response({"tenant": principal.tenant.slug, **selectors.outcome_summary(tenant=principal.tenant)})

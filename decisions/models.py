@@ -37,6 +37,13 @@ class DecisionRecord(models.Model):
     annual_value_at_risk_minor = models.BigIntegerField(null=True, blank=True)
     rules_version = models.CharField(max_length=32)
     decided_at = models.DateTimeField()
+    # The card network's own answer, when the caller or provider passed it on.
+    card_brand = models.CharField(max_length=32, blank=True)
+    network_advice_code = models.CharField(max_length=16, blank=True)
+    network_decline_code = models.CharField(max_length=16, blank=True)
+    # Citations of the network rules that shaped the answer: [{"rule_id", "effect", "summary",
+    # "source", "source_url", "confidence"}]; ids and public sources only.
+    network_rules = models.JSONField(default=list, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "invoice_ref", "-decided_at"], name="decision_tenant_invoice")]

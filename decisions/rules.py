@@ -20,6 +20,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from decisions.network import NETWORK_RULES, NetworkVerdict, network_verdict
+
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_RULE = "default"
 
@@ -122,13 +124,16 @@ def _digest() -> str:
         "no_retry_codes": sorted(NO_RETRY_CODES),
         "no_retry_actions": sorted(NO_RETRY_ACTIONS),
         "decay": LIKELIHOOD_DECAY,
+        "network_rules": [rule.citation() | {"values": sorted(rule.values), "wait_hours": rule.wait_hours,
+                                             "max_attempts": rule.max_attempts, "window_days": rule.window_days}
+                          for rule in NETWORK_RULES],
     }
     blob = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
     return "r-" + hashlib.sha256(blob).hexdigest()[:12]
 
 
-# Changes whenever any row, offer or retry list changes, so a stored decision names the
-# exact table it came from.
+# Changes whenever any row, offer, retry list or network rule changes, so a stored decision
+# names the exact table it came from.
 RULES_VERSION: str = _digest()
 
 
@@ -144,7 +149,7 @@ class Strategy:
 @dataclass(frozen=True)
 class Schedule:
     retry_at: datetime | None
-    source: str  # the provider name the caller passed, "paypilot_suggestion" or "none"
+    source: str  # the provider name the caller passed, "paypilot_suggestion", "network_rule" or "none"
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,12 @@ class Decision:
     impact: Impact | None
     rules_version: str
     likelihood: float
+    # The card-network rules that shaped this decision, each with its id and source; empty
+    # when none applied (no network signal, or nothing it forbids).
+    network_rules: tuple[dict[str, str], ...] = ()
+    card_brand: str = ""
+    network_advice_code: str = ""
+    network_decline_code: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (datetimes as ISO 8601 UTC with milliseconds)."""
@@ -177,6 +188,9 @@ class Decision:
                 "failure_code": self.failure_code,
                 "attempt": self.attempt,
                 "prior_failures": self.prior_failures,
+                "card_brand": self.card_brand or None,
+                "network_advice_code": self.network_advice_code or None,
+                "network_decline_code": self.network_decline_code or None,
             },
             "churn_risk": self.churn_risk,
             "strategy": {
@@ -191,6 +205,7 @@ class Decision:
             },
             "impact": impact_dict(self.impact, self.likelihood),
             "rules_version": self.rules_version,
+            "network_rules": list(self.network_rules),
         }
 
 
@@ -259,6 +274,33 @@ def _schedule(*, failure_code: str, strategy: Strategy, provider_retry_at: datet
     return Schedule(retry_at=now + timedelta(days=strategy.retry_in_days), source="paypilot_suggestion")
 
 
+# Actions that need no further attempt on the same card, for when a network rule forbids one.
+NETWORK_NO_RETRY_ACTION = "request_new_payment_method"
+NETWORK_UPDATE_ACTION = "request_card_update"
+
+
+def _apply_network(verdict: NetworkVerdict, *, strategy: Strategy, schedule: Schedule,
+                   now: datetime) -> tuple[Strategy, Schedule]:
+    """Bend the table's answer to the network's rules: never propose an attempt they forbid
+    (never again, not before the card changes, no attempts left in the window) or one sooner
+    than they allow. The provider's own retry time is moved as well: a retry we report is a
+    retry we stand behind."""
+    if verdict.forbids_retry:
+        action = NETWORK_UPDATE_ACTION if verdict.update_required and not (
+            verdict.never_retry or verdict.attempts_exhausted) else NETWORK_NO_RETRY_ACTION
+        return (Strategy(action=action, retry_in_days=0, offer=OFFERS[action], escalated=strategy.escalated,
+                         tone=strategy.tone),
+                Schedule(retry_at=None, source="network_rule"))
+    if verdict.min_wait is not None and schedule.retry_at is not None:
+        earliest = now + verdict.min_wait
+        if schedule.retry_at < earliest:
+            days = max(strategy.retry_in_days, -(-verdict.min_wait.total_seconds() // 86400))
+            return (Strategy(action=strategy.action, retry_in_days=int(days), offer=strategy.offer,
+                             escalated=strategy.escalated, tone=strategy.tone),
+                    Schedule(retry_at=earliest, source="network_rule"))
+    return strategy, schedule
+
+
 def likelihood_for(rule: Rule, prior_failures: int) -> float:
     return round(rule.likelihood_base * LIKELIHOOD_DECAY ** max(0, prior_failures), 4)
 
@@ -284,8 +326,12 @@ def decide(
     provider_retry_at: datetime | None = None,
     provider_retry_source: str = "provider",
     now: datetime | None = None,
+    card_brand: str | None = None,
+    network_advice_code: str | None = None,
+    network_decline_code: str | None = None,
 ) -> Decision:
-    """One decision from the table; pure apart from reading the clock when `now` is None."""
+    """One decision from the table, then bent to the card networks' rules when the card brand
+    and the network's answer are known; pure apart from reading the clock when `now` is None."""
     if attempt < 1 or prior_failures < 0:
         raise ValueError("attempt must be >= 1 and prior_failures >= 0")
     now = (now or datetime.now(UTC)).astimezone(UTC)
@@ -293,6 +339,11 @@ def decide(
     risk = churn_risk(attempt=attempt, prior_failures=prior_failures)
     strategy = _strategy(rule, escalate=risk == "high")
     likelihood = likelihood_for(rule, prior_failures)
+    schedule = _schedule(failure_code=failure_code, strategy=strategy, provider_retry_at=provider_retry_at,
+                         provider_retry_source=provider_retry_source, now=now)
+    verdict = network_verdict(card_brand=card_brand, network_advice_code=network_advice_code,
+                              network_decline_code=network_decline_code, attempt=attempt)
+    strategy, schedule = _apply_network(verdict, strategy=strategy, schedule=schedule, now=now)
     return Decision(
         rule_fired=rule.name,
         matched=matched,
@@ -301,10 +352,12 @@ def decide(
         prior_failures=prior_failures,
         churn_risk=risk,
         strategy=strategy,
-        schedule=_schedule(failure_code=failure_code, strategy=strategy,
-                           provider_retry_at=provider_retry_at,
-                           provider_retry_source=provider_retry_source, now=now),
+        schedule=schedule,
         impact=_impact(likelihood, amount_minor=amount_minor, mrr_minor=mrr_minor),
         rules_version=RULES_VERSION,
         likelihood=likelihood,
+        network_rules=tuple(verdict.citations()),
+        card_brand=(card_brand or "").strip().lower(),
+        network_advice_code=(network_advice_code or "").strip(),
+        network_decline_code=(network_decline_code or "").strip().upper(),
     )

@@ -24,6 +24,9 @@ def decision_as_dict(record: DecisionRecord, *, tenant_slug: str) -> dict[str, A
             "failure_code": record.failure_code,
             "attempt": record.attempt,
             "prior_failures": record.prior_failures,
+            "card_brand": record.card_brand or None,
+            "network_advice_code": record.network_advice_code or None,
+            "network_decline_code": record.network_decline_code or None,
         },
         "churn_risk": record.churn_risk,
         "strategy": {
@@ -39,6 +42,7 @@ def decision_as_dict(record: DecisionRecord, *, tenant_slug: str) -> dict[str, A
             "annual_value_at_risk_minor": record.annual_value_at_risk_minor,
         },
         "rules_version": record.rules_version,
+        "network_rules": list(record.network_rules),
         "decided_at": iso_ms(record.decided_at),
         "tenant": tenant_slug,
         "audit_id": record.pk,

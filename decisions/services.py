@@ -6,11 +6,11 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
-from django.db.models import DateTimeField, Field
+from django.db.models import DateTimeField, Field, JSONField
 
 from decisions.models import DecisionOutcome, DecisionRecord, DecisionRefusal
 from decisions.rules import Decision
@@ -90,6 +90,10 @@ def _record_values(*, tenant: Tenant, invoice_ref: str, decision: Decision, sour
         "annual_value_at_risk_minor": impact.annual_value_at_risk_minor if impact else None,
         "rules_version": decision.rules_version,
         "decided_at": decided_at or now_ms(),
+        "card_brand": decision.card_brand[:32],
+        "network_advice_code": decision.network_advice_code[:16],
+        "network_decline_code": decision.network_decline_code[:16],
+        "network_rules": list(decision.network_rules),
     }
 
 
@@ -106,6 +110,8 @@ def _insert_adapters(vendor: str) -> tuple[tuple[str, Callable[[Any], Any]], ...
     for field in _insert_fields():
         if isinstance(field, DateTimeField):
             out.append((field.attname, connection.ops.adapt_datetimefield_value))
+        elif isinstance(field, JSONField):
+            out.append((field.attname, partial(field.get_db_prep_save, connection=connection)))
         else:
             out.append((field.attname, _same))
     return tuple(out)

@@ -8,18 +8,24 @@ costs more than the decision itself.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from paypilot.jsonlimits import REASON_UNSUPPORTED_MEDIA_TYPE, JsonRefused, json_object_strict, media_type_is_json
 
 MAX_BODY_BYTES = 4096
 
 INVOICE_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 FAILURE_CODE_RE = re.compile(r"[a-z0-9_]{1,64}")
 REPORT_KEY_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+# The card network's own answer, optional: a brand as providers spell it (visa, mastercard,
+# amex, ...) and the network's short codes (Mastercard advice "03", Visa decline "05", "R1").
+CARD_BRAND_RE = re.compile(r"[A-Za-z_ ]{1,32}")
+NETWORK_CODE_RE = re.compile(r"[A-Za-z0-9]{1,4}")
 
-DECIDE_FIELDS = ("invoice_id", "failure_code", "attempt", "prior_failures")
+DECIDE_FIELDS = ("invoice_id", "failure_code", "attempt", "prior_failures", "card_brand", "network_advice_code",
+                 "network_decline_code")
 OUTCOME_FIELDS = ("outcome", "report_key")
 REPORTABLE_OUTCOMES = ("paid", "not_paid")
 
@@ -55,6 +61,9 @@ class DecideInput:
     failure_code: str
     attempt: int
     prior_failures: int
+    card_brand: str | None = None
+    network_advice_code: str | None = None
+    network_decline_code: str | None = None
 
 
 def _field_error(field: str, constraint: str, reason: str = "invalid_field") -> BodyRefused:
@@ -63,17 +72,20 @@ def _field_error(field: str, constraint: str, reason: str = "invalid_field") -> 
 
 
 def parse_object(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or a 413/400 refusal."""
-    if len(body) > MAX_BODY_BYTES:
-        raise body_too_large()
+    """The body as a JSON object, or a 413/400 refusal (paypilot.jsonlimits: depth checked
+    before parsing, duplicate keys, NaN/Infinity and invalid UTF-8 refused)."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise BodyRefused(status=400, gate="parse", reason="invalid_body",
-                          detail="the body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise BodyRefused(status=400, gate="parse", reason="invalid_body", detail="the body must be a JSON object")
-    return data
+        return json_object_strict(body, limit_bytes=MAX_BODY_BYTES)
+    except JsonRefused as refused:
+        raise BodyRefused(status=refused.status, gate="size" if refused.status == 413 else "parse",
+                          reason=refused.reason, detail=refused.detail) from None
+
+
+def require_json(content_type: str | None) -> None:
+    """415 unless the body is declared `application/json` (text/plain was accepted)."""
+    if not media_type_is_json(content_type):
+        raise BodyRefused(status=415, gate="content_type", reason=REASON_UNSUPPORTED_MEDIA_TYPE,
+                          detail="Content-Type must be application/json")
 
 
 def body_too_large() -> BodyRefused:
@@ -121,7 +133,17 @@ def decide_input(data: dict[str, Any]) -> DecideInput:
         failure_code=_pattern(data, "failure_code", FAILURE_CODE_RE, "[a-z0-9_]{1,64}"),
         attempt=_integer(data, "attempt", 1, 50, 1),
         prior_failures=_integer(data, "prior_failures", 0, 50, 0),
+        card_brand=_optional_pattern(data, "card_brand", CARD_BRAND_RE, "[A-Za-z_ ]{1,32}"),
+        network_advice_code=_optional_pattern(data, "network_advice_code", NETWORK_CODE_RE, "[A-Za-z0-9]{1,4}"),
+        network_decline_code=_optional_pattern(data, "network_decline_code", NETWORK_CODE_RE, "[A-Za-z0-9]{1,4}"),
     )
+
+
+def _optional_pattern(data: dict[str, Any], field: str, regex: re.Pattern[str], shown: str) -> str | None:
+    """Absent or null: None. Otherwise as `_pattern`."""
+    if data.get(field) is None:
+        return None
+    return _pattern(data, field, regex, shown)
 
 
 def outcome_input(data: dict[str, Any]) -> tuple[str, str]:

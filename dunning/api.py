@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,9 +18,19 @@ from rest_framework.views import APIView
 from dunning import validation
 from dunning.idempotency import idempotent_call
 from dunning.portfolio import aggregate, portfolio_impact
+from dunning.schemas import (
+    BATCH_EXAMPLES,
+    PAYMENT_FAILED_EXAMPLES,
+    PORTFOLIO,
+    PORTFOLIO_EXAMPLES,
+    RECOVERY_PLAN,
+    RECOVERY_PLANS,
+    VALIDATION_ERROR,
+)
 from dunning.selectors import customer_rows_by_id
 from dunning.services import run_recovery
 from paypilot.auth import authorize
+from paypilot.jsonlimits import StrictJSONParser
 
 _EVENT_FIELDS: dict[str, serializers.Field] = {
     "customer_id": serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"),
@@ -57,7 +68,7 @@ class _JsonOnly(BaseContentNegotiation):
 
 class _JsonApiView(APIView):
     content_negotiation_class = _JsonOnly
-    parser_classes = [JSONParser]
+    parser_classes = [StrictJSONParser]  # size and depth before parsing; strict JSON
     renderer_classes = [JSONRenderer]
 
 
@@ -67,8 +78,8 @@ def _recover(principal_tenant: Any, event: validation.RecoveryInput) -> tuple[in
 
 class PaymentFailedApi(_JsonApiView):
     @extend_schema(operation_id="payment_failed", request=_EVENT, parameters=[_IDEMPOTENCY],
-                   responses={200: dict, 422: dict})
-    def post(self, request: Request) -> Response:
+                   responses={200: RECOVERY_PLAN, 422: VALIDATION_ERROR}, examples=PAYMENT_FAILED_EXAMPLES)
+    def post(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="payment_failed")
         key = validation.idempotency_key(request.headers.get("Idempotency-Key"))
         event = validation.payment_failed_input(request.data)
@@ -78,8 +89,8 @@ class PaymentFailedApi(_JsonApiView):
 
 class PaymentFailedBatchApi(_JsonApiView):
     @extend_schema(operation_id="payment_failed_batch", request=_BATCH, parameters=[_IDEMPOTENCY],
-                   responses={200: dict, 422: dict})
-    def post(self, request: Request) -> Response:
+                   responses={200: RECOVERY_PLANS, 422: VALIDATION_ERROR}, examples=BATCH_EXAMPLES)
+    def post(self, request: Request) -> HttpResponse:
         principal = authorize(request, permission="payment_failed")
         key = validation.idempotency_key(request.headers.get("Idempotency-Key"))
         events = validation.batch_input(request.data)
@@ -99,7 +110,7 @@ class PaymentFailedBatchApi(_JsonApiView):
 
 
 class PortfolioImpactApi(_JsonApiView):
-    @extend_schema(operation_id="portfolio_impact", responses={200: dict})
+    @extend_schema(operation_id="portfolio_impact", responses={200: PORTFOLIO}, examples=PORTFOLIO_EXAMPLES)
     def get(self, request: Request) -> Response:
         principal = authorize(request, permission="report.read")
         return Response(portfolio_impact(tenant=principal.tenant))

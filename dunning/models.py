@@ -47,7 +47,10 @@ class IdempotencyRecord(models.Model):
     key = models.CharField(max_length=255)
     request_hash = models.CharField(max_length=64)  # sha256 of route + canonical body
     status_code = models.PositiveSmallIntegerField()
-    response = models.JSONField()
+    # The first answer's exact bytes and media type. Not a JSONField: PostgreSQL's jsonb
+    # reorders keys and drops whitespace, so a replay differed byte for byte (issue 18).
+    response_body = models.BinaryField()
+    content_type = models.CharField(max_length=100, default="application/json")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

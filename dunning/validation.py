@@ -14,7 +14,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from dunning.pipeline import RecoveryInput
-from ledger.money import to_minor
+from ledger.money import REASON_CURRENCY_UNKNOWN, currency_known, to_minor
 from paypilot.api import ApiError
 
 MAX_BATCH = 50
@@ -81,6 +81,8 @@ def payment_failed_input(data: Any, *, prefix: str = "") -> RecoveryInput:
     currency = data["currency"]
     if not isinstance(currency, str) or not _CURRENCY.match(currency):
         raise refuse(prefix + "currency", "pattern", "currency must be a three-letter ISO 4217 code")
+    if not currency_known(currency):  # XXX is "no currency", QQQ none at all
+        raise refuse(prefix + "currency", REASON_CURRENCY_UNKNOWN, "currency is not a payable ISO 4217 currency")
     failure_code = data["failure_code"]
     if not isinstance(failure_code, str) or not _FAILURE_CODE.match(failure_code):
         raise refuse(prefix + "failure_code", "pattern", "failure_code must match ^[a-z_]+$ (1-40 characters)")

@@ -28,6 +28,7 @@ class PaymentFailed:
     retry_at: datetime | None = None  # the provider's own next attempt, when it will retry
     # When set, the provider retries by itself and no email is drafted (Recharge).
     suppressed_reason: str = ""
+    occurred_at: datetime | None = None  # the provider's time of this failure
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class PaymentSucceeded:
     external_invoice_id: str
     amount_paid_minor: int
     currency: str
+    occurred_at: datetime | None = None  # the provider's payment time (Stripe: status_transitions.paid_at)
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class SubscriptionCancelled:
     """A subscription ended; its open invoices are churned."""
 
     subscription_id: str
+    occurred_at: datetime | None = None  # the provider's cancellation time
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,32 @@ class RetriesExhausted:
 
     external_invoice_id: str
     failure: PaymentFailed | None = None
+    occurred_at: datetime | None = None  # when the provider gave up
+
+
+@dataclass(frozen=True)
+class InvoiceVoided:
+    """The provider voided (or deleted) an invoice: nothing is owed any more (terminal)."""
+
+    external_invoice_id: str
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PaymentRefunded:
+    """Money paid on an invoice went back to the customer (full or partial).
+
+    Either `amount_minor` (this refund alone, `refund_ref` the provider's refund id) or
+    `cumulative_minor` (everything refunded so far under the scope `refund_ref`, e.g. a
+    Stripe charge's `amount_refunded`); exactly one is set.
+    """
+
+    external_invoice_id: str
+    refund_ref: str
+    currency: str
+    amount_minor: int | None = None
+    cumulative_minor: int | None = None
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -65,4 +94,7 @@ class Ignored:
     reason: str
 
 
-DomainEvent = PaymentFailed | PaymentSucceeded | SubscriptionCancelled | RetriesExhausted | Ignored
+DomainEvent = (
+    PaymentFailed | PaymentSucceeded | SubscriptionCancelled | RetriesExhausted | InvoiceVoided
+    | PaymentRefunded | Ignored
+)

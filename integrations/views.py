@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from integrations.providers import PROVIDER_NAMES
 from integrations.services import recovery_link_follow, webhook_receive
+from paypilot.ratelimit import client_address
 from paypilot.tenancy import view_binds_tenant
 
 
@@ -28,8 +29,12 @@ def webhook_view(request: HttpRequest, provider: str, tenant: str | None = None,
         body=request.body,
         headers=request.headers,
         url_key=url_key,
+        client=client_address(request),
     )
-    return JsonResponse(receipt.body, status=receipt.status)
+    response = JsonResponse(receipt.body, status=receipt.status)
+    for name, value in receipt.headers.items():
+        response[name] = value
+    return response
 
 
 @require_GET

@@ -1,5 +1,6 @@
-"""Ledger admin: invoices read-only with their transitions inline, customers editable by tenant
-admins, and the recovery report page with its charts."""
+"""Ledger admin: invoices read-only with their transitions and refunds inline, refunds and
+inconsistencies read-only, customers editable by tenant admins, and the recovery report page
+with its charts."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 
-from ledger.models import Customer, Invoice, InvoiceTransition, PaidBeforeFailure
+from ledger.models import Customer, Invoice, InvoiceRefund, InvoiceTransition, LedgerInconsistency, PaidBeforeFailure
 from ledger.money import format_minor
 from ledger.selectors import report_build
 from ledger.services import customer_update
@@ -34,11 +36,22 @@ def admin_tenants_for(user: Any) -> models.QuerySet[Tenant]:
 
 class InvoiceTransitionInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = InvoiceTransition
-    fields = ("created_at", "from_state", "to_state", "cause", "event_ref")
+    # occurred_at: the provider's event time; created_at: when PayPilot applied it. Shown in
+    # event order, so a backlog processed late reads as it happened.
+    fields = ("occurred_at", "created_at", "from_state", "to_state", "cause", "event_ref")
     readonly_fields = fields
     extra = 0
     can_delete = False
-    ordering = ["id"]
+    ordering = ["occurred_at", "id"]
+
+
+class InvoiceRefundInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = InvoiceRefund
+    fields = ("occurred_at", "created_at", "amount_minor", "currency", "refund_ref", "event_ref")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    ordering = ["occurred_at", "id"]
 
 
 @admin.register(Invoice)
@@ -52,12 +65,22 @@ class InvoiceAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin)
     search_fields = ["external_invoice_id", "subscription_id", "provider_customer_id"]
     date_hierarchy = "failed_at"
     raw_id_fields = ["customer"]
-    inlines = [InvoiceTransitionInline]
+    inlines = [InvoiceTransitionInline, InvoiceRefundInline]
     readonly_fields = ["tenant", "provider", "external_invoice_id", "customer", "amount_minor",
                        "currency", "state", "arm", "failure_code", "attempt_count",
                        "subscription_id", "provider_customer_id", "hosted_invoice_url",
-                       "failed_at", "updated_at", "first_messaged_at", "recovered_at",
-                       "recovered_minor"]
+                       "failed_at", "failed_recorded_at", "updated_at", "first_messaged_at",
+                       "recovered_at", "recovered_recorded_at", "recovered_minor", "refunded_minor",
+                       "closed_at", "inconsistencies"]
+
+    @admin.display(description="inconsistencies")
+    def inconsistencies(self, obj: Invoice) -> str:
+        """How many events the ledger refused or capped for this invoice, linked to them."""
+        count = LedgerInconsistency.objects.filter(tenant_id=obj.tenant_id, invoice=obj).count()
+        if not count:
+            return "none"
+        url = reverse("admin:ledger_ledgerinconsistency_changelist")
+        return format_html('<a href="{}?invoice__id__exact={}">{} recorded</a>', url, obj.pk, count)
 
     @admin.display(description="amount", ordering="amount_minor")
     def amount(self, obj: Invoice) -> str:
@@ -122,3 +145,34 @@ class PaidBeforeFailureAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.M
     list_filter = ["provider", "currency", "tenant"]
     list_select_related = ["tenant"]
     search_fields = ["external_invoice_id"]
+
+
+@admin.register(InvoiceRefund)
+class InvoiceRefundAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Append-only refunds as the providers reported them; their sum per invoice is
+    `Invoice.refunded_minor`."""
+
+    list_display = ["refund_ref", "invoice", "tenant", "provider", "amount", "occurred_at", "created_at"]
+    list_filter = ["tenant"]
+    list_select_related = ["tenant", "invoice"]
+    search_fields = ["refund_ref", "invoice__external_invoice_id"]
+    raw_id_fields = ["invoice"]
+    show_full_result_count = False
+
+    @admin.display(description="amount", ordering="amount_minor")
+    def amount(self, obj: InvoiceRefund) -> str:
+        return format_minor(obj.amount_minor, obj.currency)
+
+
+@admin.register(LedgerInconsistency)
+class LedgerInconsistencyAdmin(TenantScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    """Append-only: events the ledger refused (a payment in another currency) or capped (a
+    refund above the recovered amount), for a person to reconcile with the provider."""
+
+    list_display = ["kind", "external_invoice_id", "tenant", "provider", "expected_currency",
+                    "received_currency", "amount_minor", "occurred_at", "created_at"]
+    list_filter = ["kind", "tenant"]
+    list_select_related = ["tenant"]
+    search_fields = ["external_invoice_id", "event_ref"]
+    raw_id_fields = ["invoice"]
+    show_full_result_count = False

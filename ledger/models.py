@@ -1,8 +1,16 @@
-"""Customers, invoices in integer minor units, their state history and paid-before-failure markers."""
+"""Customers, invoices in integer minor units, their state history, refunds, inconsistencies
+and paid-before-failure markers.
+
+Times: every `*_at` that names something that happened at the provider (a failure, a payment,
+a cancellation, a refund) is the provider's own event time; the matching `*_recorded_at` is
+when PayPilot applied it. Reports order and bucket by event time, so a backlog that is
+processed late still lands in the week it happened.
+"""
 
 from __future__ import annotations
 
 from django.db import models
+from django.utils import timezone
 
 from paypilot.models import Tenant
 
@@ -46,6 +54,7 @@ class Invoice(models.Model):
         RECOVERED = "recovered"  # paid after we saw it fail (terminal)
         CHURNED = "churned"  # the subscription was cancelled while unpaid (terminal)
         EXHAUSTED = "exhausted"  # the provider gave up retrying (terminal)
+        VOIDED = "voided"  # the invoice was voided at the provider: nothing is owed (terminal)
 
     class Arm(models.TextChoices):
         HOLDOUT = "holdout"  # deliberately withheld from dunning: never drafted or messaged
@@ -66,14 +75,20 @@ class Invoice(models.Model):
     subscription_id = models.CharField(max_length=128, blank=True)
     provider_customer_id = models.CharField(max_length=128, blank=True)
     hosted_invoice_url = models.URLField(max_length=1000, blank=True)
-    failed_at = models.DateTimeField()  # first failure seen
+    failed_at = models.DateTimeField()  # provider's time of the first failure seen
+    failed_recorded_at = models.DateTimeField(default=timezone.now)  # when PayPilot recorded it
     updated_at = models.DateTimeField(auto_now=True)
     first_messaged_at = models.DateTimeField(null=True, blank=True)  # first real send
-    recovered_at = models.DateTimeField(null=True, blank=True)
-    recovered_minor = models.BigIntegerField(default=0)  # amount paid on recovery
+    recovered_at = models.DateTimeField(null=True, blank=True)  # provider's time of the payment
+    recovered_recorded_at = models.DateTimeField(null=True, blank=True)  # when PayPilot applied it
+    recovered_minor = models.BigIntegerField(default=0)  # amount paid on recovery (gross)
+    refunded_minor = models.BigIntegerField(default=0)  # refunded since recovery; net = recovered - refunded
+    closed_at = models.DateTimeField(null=True, blank=True)  # provider's time of churn / exhaustion / void
 
     OPEN_STATES = frozenset({State.FAILED, State.MESSAGED, State.CLICKED})
-    TERMINAL_STATES = frozenset({State.RECOVERED, State.CHURNED, State.EXHAUSTED})
+    TERMINAL_STATES = frozenset({State.RECOVERED, State.CHURNED, State.EXHAUSTED, State.VOIDED})
+    # Voided invoices owed nothing: they leave every recovery denominator.
+    REPORTED_STATES = frozenset(set(State) - {State.VOIDED})
 
     class Meta:
         constraints = [
@@ -83,6 +98,11 @@ class Invoice(models.Model):
             models.CheckConstraint(condition=models.Q(amount_minor__gte=0), name="ledger_invoice_amount_not_negative"),
             models.CheckConstraint(
                 condition=models.Q(recovered_minor__gte=0), name="ledger_invoice_recovered_not_negative"
+            ),
+            # A refund reduces what was recovered, never below zero.
+            models.CheckConstraint(
+                condition=models.Q(refunded_minor__gte=0) & models.Q(refunded_minor__lte=models.F("recovered_minor")),
+                name="ledger_invoice_refund_within_recovered",
             ),
         ]
         indexes = [
@@ -108,7 +128,8 @@ class InvoiceTransition(models.Model):
     to_state = models.CharField(max_length=16, choices=Invoice.State.choices)
     cause = models.CharField(max_length=64)  # snake_case: payment_failed, email_sent, ...
     event_ref = models.CharField(max_length=200, blank=True)  # webhook event id, send id...
-    created_at = models.DateTimeField(auto_now_add=True)
+    occurred_at = models.DateTimeField(null=True, blank=True)  # provider's event time, when known
+    created_at = models.DateTimeField(auto_now_add=True)  # when PayPilot applied it
 
     class Meta:
         ordering = ["id"]
@@ -142,3 +163,60 @@ class PaidBeforeFailure(models.Model):
 
     def __str__(self) -> str:
         return f"paid before failure {self.provider}:{self.external_invoice_id}"
+
+
+class InvoiceRefund(models.Model):
+    """Append-only: one refund (full or partial) of a recovered invoice's payment, as the
+    provider reported it. The sum per invoice is mirrored in `Invoice.refunded_minor`."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="refunds")
+    provider = models.CharField(max_length=32)
+    refund_ref = models.CharField(max_length=200)  # the provider's refund / credit-note id
+    amount_minor = models.BigIntegerField()  # this refund alone, in the invoice's currency
+    currency = models.CharField(max_length=3)
+    occurred_at = models.DateTimeField()  # provider's time of the refund
+    event_ref = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)  # when PayPilot applied it
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "provider", "refund_ref"], name="ledger_refund_unique_ref"),
+            models.CheckConstraint(condition=models.Q(amount_minor__gt=0), name="ledger_refund_amount_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"refund {self.refund_ref}"
+
+
+class LedgerInconsistency(models.Model):
+    """An event the ledger refused to apply because it contradicts what is stored (a payment
+    in another currency than its invoice, ...): recorded for a person, never converted or
+    guessed. Append-only."""
+
+    class Kind(models.TextChoices):
+        CURRENCY_MISMATCH = "currency_mismatch"  # payment/refund currency differs from the invoice's
+        REFUND_EXCEEDS_RECOVERED = "refund_exceeds_recovered"  # refunds above the recovered amount: capped
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    # A visible reverse relation (not "+"): operations.records reaches rows through reverse
+    # relations, so the GDPR erase and the retention purge find these with their invoice.
+    invoice = models.ForeignKey(Invoice, null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="inconsistencies")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    provider = models.CharField(max_length=32)
+    external_invoice_id = models.CharField(max_length=128)
+    event_ref = models.CharField(max_length=200, blank=True)
+    expected_currency = models.CharField(max_length=3, blank=True)
+    received_currency = models.CharField(max_length=3, blank=True)
+    amount_minor = models.BigIntegerField(null=True, blank=True)  # in received_currency's minor unit
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["tenant", "kind"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.provider}:{self.external_invoice_id}"

@@ -72,3 +72,32 @@ def format_minor(amount_minor: int, currency: str) -> str:
     1234567 KWD -> "1,234.567"."""
     exp = currency_exponent(currency)
     return f"{to_major(amount_minor, currency):,.{exp}f}"
+
+
+# ISO 4217 List One (SIX, the maintenance agency; amendments to no. 179, 2025), the codes a
+# payment can be made in. Left out on purpose: XXX ("no currency"), XTS (testing), the
+# precious metals (XAU, XAG, XPD, XPT), the bond-market units (XBA-XBD), XDR, XSU, XUA and
+# the fund codes (BOV, CHE, CHW, CLF, COU, MXV, USN, UYI, UYW): none is money a customer
+# pays an invoice in. Kept although withdrawn or being withdrawn (invoices issued before
+# the change still fail and are still retried): ANG (XCG from 2025), BGN (EUR from 2026),
+# CUC, SLL (SLE), ZWL (ZWG). `ledger/tests/test_money.py` checks that every code of the
+# exponent tables above is in here.
+ISO_4217 = frozenset(
+    """
+    AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN
+    BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CUC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR
+    FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD JOD
+    JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT
+    MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG
+    QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SLL SOS SRD SSP STN SVC SYP SZL THB
+    TJS TMT TND TOP TRY TTD TWD TZS UAH UGX USD UYU UZS VED VES VND VUV WST XAF XCD XCG XOF
+    XPF YER ZAR ZMW ZWG ZWL
+    """.split()
+)
+REASON_CURRENCY_UNKNOWN = "currency_unknown"  # not an ISO 4217 currency one can pay in
+
+
+def currency_known(code: object) -> bool:
+    """True for a payable ISO 4217 code in any case ("usd", "JPY"); False for XXX, QQQ,
+    fund codes, non-strings."""
+    return isinstance(code, str) and code.strip().upper() in ISO_4217

@@ -48,6 +48,7 @@ KEEP_COLUMNS = frozenset(
         "currency", "locale", "provider", "failure_code", "cause", "rule_fired", "churn_risk",
         "action", "offer", "schedule_source", "rules_version", "gate", "reason", "error_code",
         "source", "status", "state", "arm", "outcome", "event_type", "kind", "model", "editor",
+        "expected_currency", "received_currency",  # ledger inconsistencies: codes the figures need
     }
 )
 _IDENTIFIER = re.compile(r"(^external_id$|_id$|_ref$|_key$|^key$)")

@@ -1,13 +1,14 @@
 """Retention: closed invoices and everything hanging off them go after
 `PAYPILOT_RETENTION_MONTHS`; raw webhook bodies are emptied after `PAYPILOT_WEBHOOK_BODY_DAYS`.
 
-An invoice is closed when recovered, churned or exhausted, and old when its last change
+An invoice is closed when recovered, churned, exhausted or voided, and old when its last change
 (`updated_at`) is before the cut-off; open invoices are never purged, however old.
 Dependent rows are found the way `operations.records` finds them (every foreign key
 pointing at the invoice, transitively, plus the decision rows naming it by `invoice_ref`),
-so rows added by later apps go with their invoice. Raw payloads are the binary columns of
-tenant tables (today the webhook inbox's `body`); the event row itself stays, with its
-status and outcome, so duplicate detection keeps working.
+so rows added by later apps go with their invoice: its refunds (PROTECT, deleted before it)
+and its ledger inconsistencies (which also hold the external invoice id) included. Raw
+payloads are the binary columns of tenant tables (today the webhook inbox's `body`); the
+event row itself stays, with its status and outcome, so duplicate detection keeps working.
 
 Everything runs in one transaction under `append_only_override("retention_purge")` and ends
 with one platform audit event carrying the counts. Run it as the database owner.
@@ -32,7 +33,7 @@ from operations import records
 from paypilot.db import append_only_override
 from paypilot.services import audit_record
 
-CLOSED_STATES = (Invoice.State.RECOVERED, Invoice.State.CHURNED, Invoice.State.EXHAUSTED)
+CLOSED_STATES = tuple(sorted(Invoice.TERMINAL_STATES))  # voided too: nothing is owed, nothing left to do
 CHUNK = 500
 PAYLOAD_TIME_FIELDS = ("received_at", "created_at")
 

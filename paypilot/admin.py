@@ -3,8 +3,12 @@
 from django.contrib import admin
 from django.http import HttpRequest
 
+from paypilot.admin_login import LockoutAdminAuthenticationForm
 from paypilot.admin_tenancy import TenantScopedAdminMixin, TenantScopedReadOnlyAdmin, admin_is_platform
 from paypilot.models import ApiToken, AuditEvent, Tenant
+
+# Failed logins lock the account and the address for a while (paypilot.lockout).
+admin.site.login_form = LockoutAdminAuthenticationForm
 
 
 @admin.register(Tenant)

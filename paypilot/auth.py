@@ -16,6 +16,7 @@ from rest_framework.request import Request
 
 from paypilot.api import ApiError
 from paypilot.models import ApiToken, Role, Tenant
+from paypilot.ratelimit import client_address
 from paypilot.refusals import refusal_audited, refusal_id_for
 from paypilot.services import audit_record, token_parse, token_touch, token_verify
 from paypilot.tenancy import bind_request_tenant, bind_token_tenant
@@ -71,7 +72,7 @@ def _reject(request: Request | Any, *, status: int, reason: str, tenant: Tenant 
         "reason": reason,
         "path": getattr(request, "path", ""),
         "method": getattr(request, "method", ""),
-        "client": client_prefix(request.META.get("REMOTE_ADDR")),
+        "client": client_prefix(client_address(request)),
     }
     if token is not None:
         detail["token_prefix"] = token.prefix

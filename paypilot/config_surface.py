@@ -10,6 +10,7 @@ run time (`os.environ.get(name)` with a variable) is not a setting and is not li
 from __future__ import annotations
 
 import ast
+import importlib
 import os
 import re
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ class EnvRead:
     default: str | None  # the default as written in the source, None when there is none
     cast: str
     where: str  # path:line of the first read
+    module: str = ""  # dotted module that reads it, where an expression default is evaluated
 
 
 def _project_files(base: Path, packages: list[str] | None) -> list[Path]:
@@ -103,9 +105,11 @@ def env_reads(base: Path | None = None, packages: list[str] | None = None) -> li
             if read is None:
                 continue
             name, default, cast = read
-            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
+            relative = path.relative_to(root)
+            where = f"{relative}:{getattr(node, 'lineno', 0)}"
+            module = ".".join(relative.with_suffix("").parts)
             if name not in found:
-                found[name] = EnvRead(name, default, cast, where)
+                found[name] = EnvRead(name, default, cast, where, module)
     return sorted(found.values(), key=lambda r: r.name)
 
 
@@ -126,6 +130,24 @@ def default_text(default: str | None) -> str:
     except (ValueError, SyntaxError):
         return default
     return value if isinstance(value, str) else repr(value)
+
+
+def default_value(read: EnvRead) -> str:
+    """The default as it takes effect: a literal as written, an expression (a path under the
+    install, an f-string) evaluated in the module that reads it; the source text only when
+    that cannot be done. The expressions are this project's own source, never input."""
+    text = default_text(read.default)
+    if read.default is None or text != read.default or not read.module:
+        return text
+    try:
+        namespace = vars(importlib.import_module(read.module))
+        value = eval(compile(ast.Expression(ast.parse(read.default, mode="eval").body), read.where, "eval"),
+                     dict(namespace))
+    except Exception:  # noqa: BLE001 - an expression that needs run-time state stays as written
+        return text
+    if isinstance(value, list | tuple):
+        return ",".join(str(item) for item in value)
+    return "" if value is None else str(value)
 
 
 def mask(name: str, value: str, cast: str = "str") -> str:
@@ -173,6 +195,6 @@ def config_report_rows(environ: dict[str, str] | None = None) -> list[ReportRow]
             source = ".env" if read.name in from_file else "environment"
             value = mask(read.name, env[read.name], read.cast)
         else:
-            source, value = "default", mask(read.name, default_text(read.default), read.cast)
+            source, value = "default", mask(read.name, default_value(read), read.cast)
         rows.append(ReportRow(read.name, source, value, read.default, is_secret(read.name, read.cast)))
     return rows

@@ -84,3 +84,17 @@ def append_only_override(operation: str) -> Iterator[None]:
         finally:
             with connection.cursor() as cursor:
                 cursor.execute(f"DELETE FROM {OVERRIDE_TABLE} WHERE operation = %s", [operation])
+
+
+def connection_drop_after_failure() -> None:
+    """Close this thread's connection after a database failure, so the next request opens
+    a fresh one. Without it a SQLite connection opened while the file was read-only stayed
+    read-only for CONN_MAX_AGE (60 s) after the file was writable again: Django keeps a
+    connection after an error when `is_usable()` says so, and on SQLite it always does.
+    Inside an atomic block (a test's transaction) nothing is closed: the block owns it."""
+    if connection.in_atomic_block:
+        return
+    try:
+        connection.close()
+    except Exception:  # noqa: BLE001 - a connection that cannot even close is gone anyway
+        pass

@@ -27,3 +27,19 @@ class PiiLogFilter(logging.Filter):
         for key in [k for k in vars(record) if k not in _STANDARD and k not in AUDIT_DETAIL_ALLOWLIST]:
             delattr(record, key)
         return True
+
+
+class RequestErrorFilter(logging.Filter):
+    """On `django.request` (a 5xx with its traceback): names the request id in the message,
+    so a server error can be found from the `X-Request-ID` the caller got, and redacts
+    e-mail addresses in the traceback text too (an IntegrityError's DETAIL can hold one).
+    Runs before PiiLogFilter, which then drops the `request` extra."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        request_id = getattr(request, "request_id", "") or "-"
+        record.msg, record.args = f"{record.getMessage()} request_id={request_id}", None
+        if record.exc_info and not record.exc_text:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = _EMAIL.sub("<email>", text)
+        return True

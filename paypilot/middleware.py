@@ -10,11 +10,15 @@ import uuid
 from collections.abc import Callable
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from paypilot.api import error_body
 from paypilot.auth import client_prefix
+from paypilot.db import connection_drop_after_failure
+from paypilot.jsonlimits import REASON_BODY_TOO_LARGE
 from paypilot.metrics import LATENCY, REQUESTS
+from paypilot.ratelimit import client_address, client_key, counter_hit
+from paypilot.refusals import refusal_scope_enter, refusal_scope_exit, refusal_stamp
 
 access_log = logging.getLogger("paypilot.access")
 
@@ -31,12 +35,15 @@ _SECURITY_HEADERS = {
 _CSP_STRICT = ("default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; "
                "object-src 'none'")
 # Pages whose templates carry an inline <style> block (the admin console's review page and
-# the report with its SVG charts, the ACH table, Swagger UI's own template) may use inline
-# styles; scripts stay same-origin everywhere. Swagger UI's stylesheet draws its icons as
-# data: images.
+# the ledger report with its SVG charts, the report sample, the ACH table) may use inline
+# styles; scripts stay same-origin everywhere. Swagger UI (/docs) needs only data: images
+# (its stylesheet draws its icons so); ReDoc (/redoc) writes its styles into <style>
+# elements at run time and runs its search in a blob: worker. Measured in Chromium by
+# paypilot/tests/test_csp_browser.py.
 _CSP_INLINE_STYLE = f"{_CSP_STRICT}; style-src 'self' 'unsafe-inline'"
 _CSP_BY_PREFIX: tuple[tuple[str, str], ...] = (
-    ("/docs", f"{_CSP_INLINE_STYLE}; img-src 'self' data:"),
+    ("/docs", f"{_CSP_STRICT}; img-src 'self' data:"),
+    ("/redoc", f"{_CSP_INLINE_STYLE}; img-src 'self' data:; worker-src 'self' blob:"),
     ("/admin/", _CSP_INLINE_STYLE),
     ("/report", _CSP_INLINE_STYLE),
     ("/ach-returns", _CSP_INLINE_STYLE),
@@ -63,13 +70,23 @@ class RequestContextMiddleware:
         incoming = request.META.get("HTTP_X_REQUEST_ID", "")
         request_id = incoming if _SANE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = request_id  # type: ignore[attr-defined]
-        response = self.get_response(request)
+        scope = refusal_scope_enter(request)
+        try:
+            response = _body_too_large(request) or self.get_response(request)
+        finally:
+            refusal_scope_exit(scope)
+        refusal_stamp(request, response)  # a refusal id on every 4xx (paypilot.refusals)
         elapsed_ms = (time.perf_counter() - started) * 1000
         response["X-Request-ID"] = request_id
         response["X-Process-Time"] = f"{elapsed_ms:.2f}ms"
         for header, value in _SECURITY_HEADERS.items():
             response.headers.setdefault(header, value)
         response.headers.setdefault("Content-Security-Policy", csp_for(request.path))
+        if response.status_code == 503:  # every "unavailable" tells the client when to retry
+            response.headers.setdefault("Retry-After", str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS))
+            # And the next request gets a fresh connection (a SQLite one opened on a
+            # read-only file stays read-only): paypilot.db.connection_drop_after_failure.
+            connection_drop_after_failure()
         match = getattr(request, "resolver_match", None)
         route = match.route if match else "unmatched"
         REQUESTS.labels(request.method, route, str(response.status_code)).inc()
@@ -82,7 +99,7 @@ class RequestContextMiddleware:
                         "route": route,
                         "status": response.status_code,
                         "ms": round(elapsed_ms, 2),
-                        "client": client_prefix(request.META.get("REMOTE_ADDR")),
+                        "client": client_prefix(client_address(request)),
                         "request_id": request_id,
                         **({"refusal_id": request.refusal_id} if hasattr(request, "refusal_id") else {}),
                     },
@@ -92,48 +109,60 @@ class RequestContextMiddleware:
         return response
 
 
+def _body_too_large(request: HttpRequest) -> HttpResponse | None:
+    """A JSON 413 for a declared body past the limit, before any view or middleware reads
+    it: Django itself would raise RequestDataTooBig on `request.body` and answer with its
+    HTML 400 page (paypilot.views.bad_request catches what still gets that far)."""
+    declared = request.META.get("CONTENT_LENGTH") or ""
+    limit = settings.PAYPILOT_MAX_BODY_BYTES
+    if declared.isdigit() and int(declared) > limit:
+        return JsonResponse(error_body(REASON_BODY_TOO_LARGE, f"the body is larger than {limit} bytes"),
+                            status=413)
+    return None
+
+
 _EXEMPT_PREFIXES = ("/health", "/static/")
+# Webhook deliveries skip the per-IP limit here: providers send bursts from a few addresses,
+# and whether a delivery deserves limiting is known only once its signature is checked.
+# The inbox limits failed verifications itself (integrations.services.inbox).
+_WEBHOOK_PATH = re.compile(r"^/(?:t/[^/]+/)?webhooks/")
 
 
 class RateLimitMiddleware:
-    """Fixed-window limits per bearer-token prefix and per client IP on the shared cache.
+    """Fixed-window limits per bearer-token prefix and per client address, counted in the
+    store every process shares (paypilot.ratelimit).
 
     The token's prefix is read from the header without a database lookup, so a flood of
-    bad tokens costs a cache increment, not a query. A limit of 0 switches that limit off.
+    bad tokens costs a counter increment, not a query. The client address is REMOTE_ADDR,
+    or the forwarded one when the request came through a trusted proxy. A limit of 0
+    switches that limit off.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith(_EXEMPT_PREFIXES):
+        path = request.path
+        if not path.startswith(_EXEMPT_PREFIXES):
             window = settings.PAYPILOT_RATE_LIMIT_WINDOW_SECONDS
-            bucket = int(time.time() // window)
-            retry_after = window - int(time.time() % window)
             header = request.META.get("HTTP_AUTHORIZATION", "")
-            token_prefix = ""
+            checks = []
+            if not _WEBHOOK_PATH.match(request.path_info):
+                checks.append(("ip", client_key(client_address(request)), settings.PAYPILOT_RATE_LIMIT_PER_IP))
             if header.startswith("Bearer pp_") and header.count("_") >= 2:
-                token_prefix = header.split("_", 2)[1]
-            checks = [("ip", request.META.get("REMOTE_ADDR", ""), settings.PAYPILOT_RATE_LIMIT_PER_IP)]
-            if token_prefix:
-                checks.append(("tok", token_prefix, settings.PAYPILOT_RATE_LIMIT_PER_TOKEN))
+                checks.append(("tok", header.split("_", 2)[1], settings.PAYPILOT_RATE_LIMIT_PER_TOKEN))
             for kind, ident, limit in checks:
-                if limit and _count(f"rl:{kind}:{ident}:{bucket}", window) > limit:
+                if not limit:
+                    continue
+                hit = counter_hit(f"{kind}:{ident}", window=window)
+                if hit.count > limit:
                     who = "client address" if kind == "ip" else "token"
-                    response = JsonResponse(
-                        {"error": "rate_limited", "detail": f"too many requests for this {who}"},
-                        status=429,
-                    )
-                    response["Retry-After"] = str(retry_after)
-                    return response
+                    return rate_limited_response(f"too many requests for this {who}", retry_after=hit.retry_after)
         return self.get_response(request)
 
 
-def _count(key: str, window: int) -> int:
-    if cache.add(key, 1, timeout=window + 1):
-        return 1
-    try:
-        return cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.add(key, 1, timeout=window + 1)
-        return 1
+def rate_limited_response(detail: str, *, retry_after: int) -> JsonResponse:
+    """The one 429 body: `{"error": "rate_limited", "detail": ...}` with Retry-After."""
+    response = JsonResponse({"error": "rate_limited", "detail": detail}, status=429)
+    response["Retry-After"] = str(retry_after)
+    return response

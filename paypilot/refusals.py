@@ -8,9 +8,9 @@ tenant, a 415, a 429) carries an id without its code changing:
   for it there, so its row and the answer name the same id.
 - A service that writes its own refusal row without the request at hand (the webhook
   inbox's `integrations.webhook.rejected`) adds `**refusal_audit_detail()` to its detail:
-  the id of the request being served (a context variable the middleware sets), or nothing
-  outside a request.
-- `RefusalMiddleware` stamps every 4xx answer: the `X-Refusal-ID` header, `refusal_id` in a
+  the id of the request being served (a context variable `refusal_scope_enter` sets), or
+  nothing outside a request.
+- `refusal_stamp` stamps every 4xx answer: the `X-Refusal-ID` header, `refusal_id` in a
   JSON object body, and one `paypilot.request.refused` audit event (status, reason code,
   route, method, client network; never the path's values, headers or body) unless the view
   already wrote an audit event carrying the id (`refusal_audited`).
@@ -24,8 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Callable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from django.db import DatabaseError
@@ -102,6 +101,7 @@ def _json_body(response: HttpResponse) -> dict[str, Any] | None:
 
 def _stamp(request: HttpRequest, response: HttpResponse) -> None:
     from paypilot.auth import client_prefix  # paypilot.auth imports this module
+    from paypilot.ratelimit import client_address
 
     refusal_id = refusal_id_for(request)
     response[REFUSAL_HEADER] = refusal_id
@@ -122,7 +122,7 @@ def _stamp(request: HttpRequest, response: HttpResponse) -> None:
         "reason": _reason_of(body),
         "route": match.route if match else "unmatched",
         "method": request.method,
-        "client": client_prefix(request.META.get("REMOTE_ADDR")),
+        "client": client_prefix(client_address(request)),  # the proxy's forwarded address if trusted
     }
     try:
         with tenant_context(token.tenant_id if token else None):
@@ -133,19 +133,20 @@ def _stamp(request: HttpRequest, response: HttpResponse) -> None:
         logger.exception("refusal %s could not be recorded", refusal_id)
 
 
-class RefusalMiddleware:
-    """Stamps every 4xx answer with a refusal id (see the module docstring). Sits outside
-    the rate limit so its 429s are stamped too; 2xx, 3xx and 5xx pass untouched."""
+# Called by paypilot.middleware.RequestContextMiddleware, the outermost middleware, so the
+# answers built before any other middleware runs (the JSON 413 for a declared body past the
+# limit, the rate limit's 429) are stamped too, and the access-log line can name the id.
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+def refusal_scope_enter(request: HttpRequest) -> Token[HttpRequest | None]:
+    """Make `request` the one `refusal_audit_detail` names until `refusal_scope_exit`."""
+    return _current_request.set(request)
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        token = _current_request.set(request)
-        try:
-            response = self.get_response(request)
-        finally:
-            _current_request.reset(token)
-        if 400 <= response.status_code < 500:
-            _stamp(request, response)
-        return response
+
+def refusal_scope_exit(token: Token[HttpRequest | None]) -> None:
+    _current_request.reset(token)
+
+
+def refusal_stamp(request: HttpRequest, response: HttpResponse) -> None:
+    """Stamp a 4xx answer with the request's refusal id; 2xx, 3xx and 5xx are left alone."""
+    if 400 <= response.status_code < 500:
+        _stamp(request, response)

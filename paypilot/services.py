@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,9 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         "action", "slug", "status_from", "status_to", "refusal", "dry_run", "attempt",
         "refusal_id", "route",
         "amount_minor", "currency", "locale", "source", "edited", "approver", "approvals",
+        # ledger inputs (issue 12): refunds, inconsistencies, provider-time corrections
+        "refunded_minor", "recovered_minor", "expected_currency", "received_currency",
+        "inconsistency", "state", "failed_at_from", "failed_at_to",
     }
 )
 
@@ -131,6 +134,33 @@ def tenant_set_status(*, tenant: Tenant, status: str, actor: str = "system") -> 
         )
     tenant.status = status
     return True
+
+
+# Apps below the core that hold work held back while a tenant was suspended register a
+# drafter here (integrations: failures recorded but not drafted); the core cannot import
+# them. Each is called as drafter(tenant=..., actor=...) and returns how many it drafted.
+OpenFailureDrafter = Callable[..., int]
+_open_failure_drafters: dict[str, OpenFailureDrafter] = {}
+
+
+def register_open_failure_drafter(name: str, drafter: OpenFailureDrafter) -> None:
+    _open_failure_drafters[name] = drafter
+
+
+def tenant_resume(*, tenant: Tenant, draft_open: bool = False, actor: str = "system") -> tuple[bool, dict[str, int]]:
+    """Make a suspended tenant active again; returns (status changed, drafts opened per app).
+
+    Nothing recorded during the suspension is drafted unless `draft_open` is set; then each
+    registered drafter drafts through its normal pipeline, audited by the drafter. Safe to
+    run again on an active tenant (it drafts only what is still waiting). Raises ValueError
+    for a deactivated tenant.
+    """
+    changed = tenant_set_status(tenant=tenant, status=Tenant.Status.ACTIVE, actor=actor)
+    drafted: dict[str, int] = {}
+    if draft_open:
+        for name, drafter in _open_failure_drafters.items():
+            drafted[name] = drafter(tenant=tenant, actor=actor)
+    return changed, drafted
 
 
 # --- tokens -------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, ParamSpec, TypeVar
@@ -247,6 +248,18 @@ def _tenant_from_admin_membership(request: HttpRequest, view_kwargs: dict[str, A
     return tenant_for_row(accessor.related_model, user.pk, field=accessor.field.name)
 
 
+# Paths whose view opens its own transaction (and binds its tenant) only when it needs one:
+# the webhook inbox, so a refused flood (bad signatures past the limit) costs no database
+# round trip at all, not even an empty transaction. Registered by the app owning the view.
+_own_transaction_paths: list[re.Pattern[str]] = []
+
+
+def register_own_transaction_path(pattern: str) -> None:
+    compiled = re.compile(pattern)
+    if compiled not in _own_transaction_paths:
+        _own_transaction_paths.append(compiled)
+
+
 register_request_tenant_resolver(_tenant_from_url)
 register_request_tenant_resolver(_tenant_from_admin_membership)
 
@@ -261,7 +274,7 @@ class TenantTransactionMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not _uses_rls(DEFAULT_DB_ALIAS):
+        if not _uses_rls(DEFAULT_DB_ALIAS) or any(p.match(request.path_info) for p in _own_transaction_paths):
             return self.get_response(request)
         stack = ExitStack()
         try:

@@ -2,18 +2,20 @@
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from paypilot import views
 
 urlpatterns = [
+    path("", views.landing, name="landing"),
     path("health", views.health, name="health"),
     path("metrics", views.MetricsApi.as_view(), name="metrics"),
     path("tokens", views.TokenListApi.as_view(), name="token-list"),
     path("tokens/<str:prefix>", views.TokenDetailApi.as_view(), name="token-detail"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    # The split view serves its start-up script from /docs?script=, not inline: CSP 'self'.
+    # The split view serves its start-up script as a file: no inline script for the CSP to allow.
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
+    path("redoc", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     path("admin/", admin.site.urls),
     path("", include("decisions.urls")),
     path("", include("ledger.urls")),
@@ -21,3 +23,7 @@ urlpatterns = [
     path("", include("approvals.urls")),
     path("", include("integrations.urls")),
 ]
+
+# JSON for Django's own 400 and 500 (a database outage is a 503 with Retry-After).
+handler400 = "paypilot.views.bad_request"
+handler500 = "paypilot.views.server_error"

@@ -1,17 +1,23 @@
-"""Read-only admin over sends, suppressed sends and edits, and the refusal review page."""
+"""Read-only admin over sends (but for resolving "delivery unknown"), suppressed sends and
+edits, and the refusal review page."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 
+from approvals.claims import NOT_DELIVERY_UNKNOWN, send_mark_sent, send_resend
 from approvals.models import DraftEdit, EmailSend, SuppressedSend
 from approvals.refusals import refusal_list
+from approvals.services import APPROVE_PERMISSION, ApprovalError
 from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin, admin_is_platform, admin_tenant_for
 
 
@@ -51,12 +57,52 @@ class SuppressedSendAdmin(ReadOnlyScopedAdmin):
 
 @admin.register(EmailSend)
 class EmailSendAdmin(ReadOnlyScopedAdmin):
+    """Read-only, except the two ways out of "delivery unknown" (`approvals.claims`), for a
+    person who checked the provider's log: mark sent, or resend."""
+
     list_display = ["created_at", "status", "attempts", "error_code", "sent_at", "delivered_at",
                     "bounced_at", "clicked_at", "approval", "invoice", "tenant"]
     list_filter = ["status", "tenant"]
     search_fields = ["message_id", "invoice__external_invoice_id"]
     list_select_related = ["tenant", "invoice", "approval"]
     exclude = ["recipient_hash"]
+    actions = ["mark_sent_selected", "resend_selected"]
+
+    def has_approve_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm(APPROVE_PERMISSION))
+
+    def _resolve(self, request: HttpRequest, queryset: QuerySet[Any], *, resend: bool) -> HttpResponse | None:
+        verb = "resend" if resend else "mark as sent"
+        unknown = list(queryset.filter(status=EmailSend.Status.UNKNOWN).select_related("approval"))
+        if request.POST.get("post") != "yes":  # confirm first, like delete_selected
+            return TemplateResponse(request, "admin/approvals/emailsend/resolve_confirm.html", {
+                **self.admin_site.each_context(request), "opts": self.model._meta,
+                "title": f"Confirm: {verb} {len(unknown)} sends", "verb": verb,
+                "action": "resend_selected" if resend else "mark_sent_selected",
+                "rows": unknown, "queryset": queryset, "resend": resend,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            })
+        outcomes: Counter[str] = Counter()
+        for send in unknown:
+            try:
+                (send_resend if resend else send_mark_sent)(send=send, user=request.user)
+                outcomes["resent" if resend else "marked_sent"] += 1
+            except ApprovalError as error:
+                outcomes[error.code] += 1
+        skipped = queryset.count() - len(unknown)
+        if skipped:
+            outcomes[NOT_DELIVERY_UNKNOWN] += skipped
+        summary = ", ".join(f"{n} {code.replace('_', ' ')}" for code, n in sorted(outcomes.items()))
+        self.message_user(request, f"{verb.capitalize()}: {summary or 'nothing to do'}.", messages.SUCCESS)
+        return None
+
+    @admin.action(description="Delivery unknown: found at the provider, mark sent", permissions=["approve"])
+    def mark_sent_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
+        return self._resolve(request, queryset, resend=False)
+
+    @admin.action(description="Delivery unknown: not at the provider, resend", permissions=["approve"])
+    def resend_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
+        return self._resolve(request, queryset, resend=True)
 
 
 @admin.register(DraftEdit)

@@ -24,3 +24,30 @@ class PermanentFailureBackend(BaseEmailBackend):
     def send_messages(self, email_messages: Any) -> int:
         calls.append("permanent")
         raise smtplib.SMTPRecipientsRefused({"x@example.com": (550, b"no such user")})
+
+
+class ReadTimeoutAfterAcceptBackend(BaseEmailBackend):
+    """An HTTP provider took the request and its answer never came back (read timeout), as
+    anymail reports it: the message may well have gone out."""
+
+    def send_messages(self, email_messages: Any) -> int:
+        import requests
+        from anymail.exceptions import AnymailRequestsAPIError
+
+        calls.append("accepted_then_timeout")
+        error = type("AnymailRequestsAPIError", (AnymailRequestsAPIError, requests.exceptions.ReadTimeout), {})
+        raise error("Error posting to https://api.example/email")
+
+
+class HangingBackend(BaseEmailBackend):
+    """A provider call that never returns: marks PAYPILOT_TEST_HANG_MARKER, then waits to be
+    killed (the SIGKILL test's worker dies here, after the hand-off)."""
+
+    def send_messages(self, email_messages: Any) -> int:
+        import os
+        import time
+        from pathlib import Path
+
+        Path(os.environ["PAYPILOT_TEST_HANG_MARKER"]).write_text("in the provider call")
+        time.sleep(120)
+        return 0

@@ -26,6 +26,7 @@ def test_lists_all_sources_newest_first(api_client_for, tenant, make_approval, s
         "suppressed_sends": {"status": "read", "count": 1},
         "decision_fall_throughs": {"status": "read", "count": 1},
         "guard_swaps": {"status": "read", "count": 1},
+        "delivery_unknown": {"status": "read", "count": 0},
     }
     by_source = {item["source"]: item for item in body["refusals"]}
     assert by_source["decision_refusals"]["gate"] == "fields"

@@ -7,6 +7,7 @@ import smtplib
 from datetime import timedelta
 
 import pytest
+import requests
 from anymail.exceptions import AnymailAPIError, AnymailRecipientsRefused
 from django.core import mail
 from django.db import DatabaseError, IntegrityError, transaction
@@ -194,6 +195,13 @@ def _api_error(status):  # type: ignore[no-untyped-def]
     return error
 
 
+def _requests_error(kind):  # type: ignore[no-untyped-def]
+    """What anymail raises for a requests failure: a subclass of both types."""
+    from anymail.exceptions import AnymailRequestsAPIError
+
+    return type("AnymailRequestsAPIError", (AnymailRequestsAPIError, kind), {})("Error posting")
+
+
 @pytest.mark.parametrize(
     ("exc", "code", "transient"),
     [
@@ -207,6 +215,10 @@ def _api_error(status):  # type: ignore[no-untyped-def]
         (_api_error(429), "provider_unavailable", True),
         (_api_error(None), "provider_unavailable", True),
         (_api_error(400), "provider_rejected", False),
+        (_requests_error(requests.exceptions.ConnectTimeout), "provider_unavailable", True),
+        (_requests_error(requests.exceptions.ConnectionError), "provider_unavailable", True),
+        (_requests_error(requests.exceptions.ReadTimeout), "provider_timeout", False),
+        (_api_error(200), "provider_answer_unreadable", False),
         (AnymailRecipientsRefused("all refused"), "provider_refused", False),
         (ValueError("bug"), "delivery_failed", False),
     ],
@@ -214,3 +226,18 @@ def _api_error(status):  # type: ignore[no-untyped-def]
 def test_delivery_error_classification(exc, code, transient):
     error = delivery_error_classify(exc)
     assert (error.code, error.transient) == (code, transient)
+    assert error.ambiguous == (code in ("provider_timeout", "provider_answer_unreadable"))
+
+
+def test_answer_lost_after_the_request_is_delivery_unknown_never_retried(approved_unsent, settings):
+    settings.EMAIL_BACKEND = "approvals.tests.backends.ReadTimeoutAfterAcceptBackend"
+    backends.calls.clear()
+    result = send_approved(approval_id=approved_unsent.pk)
+    assert (result.outcome, result.reason) == ("delivery_unknown", "provider_timeout")
+    send = EmailSend.objects.get(approval=approved_unsent)
+    assert (send.status, send.next_attempt_at) == (EmailSend.Status.UNKNOWN, None)
+    assert approvals_tick()["enqueued"] == 0
+    assert send_approved(approval_id=approved_unsent.pk).outcome == "already_done"
+    assert backends.calls == ["accepted_then_timeout"]  # the backend was called once
+    assert AuditEvent.objects.filter(event="approvals.send.delivery_unknown").count() == 1
+    assert _state(approved_unsent) == Invoice.State.FAILED

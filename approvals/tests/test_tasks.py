@@ -24,7 +24,7 @@ def test_tick_expires_stale_requests_of_every_tenant(tenant, other_tenant, make_
     ApprovalRequest.objects.filter(pk__in=[a.pk for a in stale]).update(
         expires_at=timezone.now() - timedelta(seconds=1)
     )
-    assert approvals_tick() == {"expired": 2, "enqueued": 0, "reconciled": 0}
+    assert approvals_tick() == {"expired": 2, "enqueued": 0, "reconciled": 0, "unknown": 0}
     assert ApprovalRequest.objects.get(pk=fresh.pk).status == "pending"
     assert approvals_tick()["expired"] == 0
 

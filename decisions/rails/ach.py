@@ -4,8 +4,10 @@ Source: `facts/ach_return_codes.csv` and `facts/ach_decision_rows.json` (from th
 product's app/data/ach_return_codes.csv and app/ach_return_map.py, commit 130cb80), copied
 to `rails/data/`. The only family the table states is R11's ("unauthorized", yet
 correctable on row 4); the rulebook that would state the others is sold, not free, so no
-other family is asserted. The reinitiation limit on R01/R09 is carried as the original
-product stated it; it was not checked against the rulebook here.
+other family is asserted. The reinitiation limit on R01/R09 is Nacha's (Operating Rules,
+Subsection 2.12.4), as two public summaries state it: EPCOR's corporate-user guide (within
+180 days after the settlement date of the original entry) and Bank Five Nine's ACH
+origination guide (up to two reinitiations, three entries in all).
 """
 
 from __future__ import annotations
@@ -34,9 +36,28 @@ CODE_SHAPE = re.compile(r"R[0-9]{2}")
 R11_REASON = ("R11 arrives in the unauthorized family and is still correctable: our own entry "
               "was wrong, so a corrected entry may go again. It is the one code where the "
               "family and the decision disagree.")
-REINITIATION = ("may be reinitiated at most two times, within 180 days of the original "
-                "settlement date (Nacha Operating Rules, reinitiation of returned entries, as "
-                "stated by the original product; not re-checked against the rulebook here)")
+REINITIATION = ("may be reinitiated at most two times (three entries in all), within 180 days after the "
+                "settlement date of the original entry (Nacha Operating Rules, Subsection 2.12.4, "
+                "Reinitiation of Returned Entries, as summarised by EPCOR and Bank Five Nine; the "
+                "rulebook itself is sold, not published)")
+REINITIATION_SOURCES = (
+    "Nacha Operating Rules, Subsection 2.12.4 (Reinitiation of Returned Entries)",
+    "EPCOR corporate-user guide: https://epcor.org/End-User/Corporate-User",
+    "Bank Five Nine, reinitiating returned ACH debit items: https://www.bankfivenine.com/business/cash-management/"
+    "ach-origination/ach-user-information/reinitiating-returned-ach-debit-items/",
+)
+# Our own words for codes whose customer needs to hear something other than their row's.
+CODE_WORDING = {
+    "R01": ("Your bank sent this payment back because the account did not have enough funds that day. "
+            "Nothing needs to change; we will try to collect it again."),
+    "R09": ("Your bank sent this payment back because part of the balance had not cleared yet. "
+            "Nothing needs to change; we will try to collect it again once the funds are available."),
+    "R04": "Your bank could not find an account with the number we have. Please confirm your account number.",
+    "R13": ("Your bank could not find the bank routing number we have. Please confirm your account and "
+            "routing numbers."),
+    "R28": ("The bank routing number we have did not pass the bank's check. Please confirm your account and "
+            "routing numbers."),
+}
 
 
 def load(csv_text: str, rows_json: Mapping[str, Any]) -> RailTable:
@@ -69,7 +90,9 @@ def load(csv_text: str, rows_json: Mapping[str, Any]) -> RailTable:
             reason=R11_REASON if code == "R11" else "",
             family=families.get(code),
             special_rules=special,
-            sources=("NACHA return code list via facts/ach_return_codes.csv",),
+            customer_wording=CODE_WORDING.get(code, ""),
+            sources=("NACHA return code list via facts/ach_return_codes.csv",
+                     *(REINITIATION_SOURCES if special else ())),
         ))
     if default_row is None:
         raise RailTableError("ach: the DEFAULT row is missing")

@@ -78,6 +78,7 @@ class Entry:
     reason: str = ""  # why this code sits on this row
     family: str | None = None  # only where the source states it
     special_rules: tuple[str, ...] = ()
+    customer_wording: str = ""  # this code's own words for the customer; else its row's
     sources: tuple[str, ...] = ()
     disputed: str = ""  # how the disputed proposal was decided, and why
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -132,7 +133,7 @@ class RailTable:
             "goes_again": row.goes_again,
             "what_has_to_change_first": row.what_has_to_change_first,
             "person_acts_first": row.person_acts_first,
-            "customer_wording": row.customer_wording,
+            "customer_wording": (entry.customer_wording if entry else "") or row.customer_wording,
             "meaning": entry.meaning if entry else "",
             "reason": reason,
             "family": family,

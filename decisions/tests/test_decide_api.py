@@ -31,7 +31,9 @@ def test_decision_answer_shape_and_audit_row(client, tenant):  # type: ignore[no
     body = response.json()
     assert body["invoice_id"] == "in_1001"
     assert body["rule_fired"] == "insufficient_funds" and body["matched"] is True
-    assert body["input"] == {"failure_code": "insufficient_funds", "attempt": 3, "prior_failures": 0}
+    assert body["input"] == {"failure_code": "insufficient_funds", "attempt": 3, "prior_failures": 0,
+                             "card_brand": None, "network_advice_code": None, "network_decline_code": None}
+    assert body["network_rules"] == []
     assert body["churn_risk"] == "high"
     assert body["strategy"]["action"] == "wait_and_retry"
     assert body["strategy"]["retry_in_days"] == 2 and body["strategy"]["escalated"] is True
@@ -82,10 +84,11 @@ def test_exactly_4096_bytes_is_read(client):  # type: ignore[no-untyped-def]
     assert post(client, raw).status_code == 200
 
 
-@pytest.mark.parametrize("raw", [b"not json", b"[1, 2]", b"\xff\xfe", b""])
-def test_not_a_json_object_is_400(client, raw):  # type: ignore[no-untyped-def]
-    refusal = _refusal(post(client, raw), 400, "invalid_body")
-    assert refusal.gate == "parse"
+@pytest.mark.parametrize(("raw", "code"), [(b"not json", "invalid_body"), (b"[1, 2]", "invalid_body"),
+                                         (b"\xff\xfe", "body_not_utf8"), (b"", "body_empty")])
+def test_not_a_json_object_is_400(client, raw, code):  # type: ignore[no-untyped-def]
+    refusal = _refusal(post(client, raw), 400, code)
+    assert refusal.gate == "parse" and refusal.reason == code
 
 
 @pytest.mark.parametrize(

@@ -95,8 +95,42 @@ def test_tools_run_with_sockets_disabled(monkeypatch: pytest.MonkeyPatch) -> Non
     assert mcp_server.explain("R99")["matched"] is False
 
 
-def test_unknown_rail_is_an_answer_not_a_crash() -> None:
-    assert mcp_server.lookup_return_code("R01", rail="swift")["error"] == "unknown_rail"
+async def _refusals() -> dict[str, Any]:
+    async with Client(mcp_server.build_server(), read_timeout_seconds=30) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        return {
+            "server_info": client.server_info,
+            "tools": tools,
+            "swift": await client.call_tool("lookup_return_code", {"code": "R01", "rail": "swift"}),
+            "list_swift": await client.call_tool("list_decisions", {"rail": "swift"}),
+            "long": await client.call_tool("explain", {"code": "R" * 5000}),
+            "blank": await client.call_tool("lookup_return_code", {"code": "   "}),
+        }
+
+
+def test_refused_calls_are_tool_errors_with_a_structured_reason_and_no_echo() -> None:
+    answers = asyncio.run(_refusals())
+    for key, reason in (("swift", "unknown_rail"), ("list_swift", "unknown_rail"), ("long", "code_too_long"),
+                        ("blank", "code_empty")):
+        result = answers[key]
+        assert result.is_error is True, key
+        assert result.structured_content["error"] == reason
+        assert json.loads(result.content[0].text) == result.structured_content
+    assert answers["swift"].structured_content["rails"] == ["ach", "sepa", "bacs"]
+    assert answers["long"].structured_content["max_length"] == mcp_server.MAX_CODE_LENGTH
+    assert "RRRR" not in answers["long"].content[0].text and "swift" not in answers["swift"].content[0].text
+
+
+def test_schema_declares_the_rail_enum_the_length_cap_and_a_server_version() -> None:
+    answers = asyncio.run(_refusals())
+    for name in ("lookup_return_code", "list_decisions", "explain"):
+        rail = answers["tools"][name].input_schema["properties"]["rail"]
+        assert rail["enum"] == list(mcp_server.rails.RAILS)
+    code = answers["tools"]["explain"].input_schema["properties"]["code"]
+    assert code["maxLength"] == mcp_server.MAX_CODE_LENGTH
+    info = answers["server_info"]
+    assert info is not None and info.version == mcp_server.server_version()
+    assert mcp_server.server_version() not in ("", None)
 
 
 def test_stdout_carries_only_the_protocol() -> None:

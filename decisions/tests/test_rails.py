@@ -158,3 +158,19 @@ def test_facts_copies_match_the_shared_facts() -> None:
     for name in ("ach_return_codes.csv", "ach_decision_rows.json", "bacs_arudd_codes.csv"):
         assert (DATA_DIR / name).read_text(encoding="utf-8") == (facts / name).read_text(encoding="utf-8")
     assert bacs.load((facts / "bacs_arudd_codes.csv").read_text(encoding="utf-8")).entries
+
+
+def test_the_reinitiation_limit_cites_the_rulebook_and_the_public_summaries() -> None:
+    answer = rails.lookup("R01")
+    assert any("2.12.4" in rule for rule in answer["special_rules"])
+    assert "original product" not in " ".join(answer["special_rules"])
+    assert any("epcor.org" in source for source in answer["sources"])
+    assert not any("epcor.org" in source for source in rails.lookup("R02")["sources"])
+
+
+def test_codes_with_their_own_customer_wording() -> None:
+    r01, r09 = rails.lookup("R01")["customer_wording"], rails.lookup("R09")["customer_wording"]
+    assert r01 != r09 and "cleared" in r09
+    for code in ("R04", "R13", "R28"):
+        assert "confirm" in rails.lookup(code)["customer_wording"].lower()
+    assert rails.lookup("R02")["customer_wording"] == rails.list_decisions("ach")["rows"][1]["customer_wording"]

@@ -9,6 +9,13 @@ carries `invoice.dunning_status: "exhausted"`), and the payment-errors catalogue
 (chargebee.com/docs/payments/2.0/payment-errors, apidocs .../errors/<id>) for
 `error_detail.error_cause_id`.
 
+Times: the event's `occurred_at` (Unix seconds); payments prefer the invoice's `paid_at`,
+cancellations the subscription's `cancelled_at`, refunds the refund transaction's `date`.
+Refunds and voids (chargebee_webhooks.md: `payment_refunded` is an event type; transaction
+`type` is `refund` and its `amount` in the currency's minor unit; invoice `status` includes
+`voided`): `payment_refunded` carries the refund transaction (its id is the refund id) and
+the invoice; `invoice_deleted`, and `invoice_updated` with `status: "voided"`, void it.
+
 Chargebee cannot sign, so the strongest check available is a shared secret compared in
 constant time, carried by HTTP Basic auth, plus an unguessable per-tenant URL segment.
 """
@@ -27,7 +34,9 @@ from typing import Any, cast
 from integrations.domain import (
     DomainEvent,
     Ignored,
+    InvoiceVoided,
     PaymentFailed,
+    PaymentRefunded,
     PaymentSucceeded,
     RetriesExhausted,
     SubscriptionCancelled,
@@ -105,8 +114,8 @@ def verify(
     if not (ok_user & ok_password & ok_url):
         raise VerificationFailed("signature_mismatch")
     occurred = _occurred_at(body)
-    current = time.time() if now is None else now
-    if occurred is not None and occurred < current - MAX_EVENT_AGE_SECONDS:
+    current = int(time.time() if now is None else now)  # whole seconds: boundary inclusive
+    if occurred is not None and current - occurred > MAX_EVENT_AGE_SECONDS:
         raise VerificationFailed("timestamp_stale")
 
 
@@ -161,10 +170,10 @@ def translate(*, payload: dict[str, Any], event_type: str, context: Credentials)
     content = payload.get("content")
     if not isinstance(content, dict):
         raise PayloadInvalid("content_missing")
-    return handler(content)
+    return handler(content, _timestamp(payload.get("occurred_at")))
 
 
-def _payment_failed(content: Mapping[str, Any]) -> DomainEvent:
+def _payment_failed(content: Mapping[str, Any], at: datetime | None) -> DomainEvent:
     invoice = _resource(content, "invoice")
     transaction = content.get("transaction") or {}
     customer = content.get("customer") or {}
@@ -187,13 +196,14 @@ def _payment_failed(content: Mapping[str, Any]) -> DomainEvent:
         customer_name=" ".join(filter(None, [customer.get("first_name"), customer.get("last_name")]))
         or str(customer.get("company") or ""),
         retry_at=_timestamp(invoice.get("next_retry_at")),
+        occurred_at=at,
     )
     if exhausted:
-        return RetriesExhausted(external_invoice_id=failure.external_invoice_id, failure=failure)
+        return RetriesExhausted(external_invoice_id=failure.external_invoice_id, failure=failure, occurred_at=at)
     return failure
 
 
-def _payment_succeeded(content: Mapping[str, Any]) -> DomainEvent:
+def _payment_succeeded(content: Mapping[str, Any], at: datetime | None) -> DomainEvent:
     invoice = _resource(content, "invoice")
     transaction = content.get("transaction") or {}
     amount = invoice.get("amount_paid")
@@ -205,17 +215,67 @@ def _payment_succeeded(content: Mapping[str, Any]) -> DomainEvent:
         external_invoice_id=str(invoice["id"]),
         amount_paid_minor=cast(int, amount),
         currency=_currency(invoice.get("currency_code") or transaction.get("currency_code")),
+        occurred_at=_timestamp(invoice.get("paid_at")) or _timestamp(transaction.get("date")) or at,
     )
 
 
-def _subscription_cancelled(content: Mapping[str, Any]) -> DomainEvent:
-    return SubscriptionCancelled(subscription_id=str(_resource(content, "subscription")["id"]))
+def _subscription_cancelled(content: Mapping[str, Any], at: datetime | None) -> DomainEvent:
+    subscription = _resource(content, "subscription")
+    return SubscriptionCancelled(subscription_id=str(subscription["id"]),
+                                 occurred_at=_timestamp(subscription.get("cancelled_at")) or at)
+
+
+def _payment_refunded(content: Mapping[str, Any], at: datetime | None) -> DomainEvent:
+    transaction = _resource(content, "transaction")
+    if transaction.get("type") != "refund" or transaction.get("status") not in (None, "success"):
+        return Ignored("not_a_successful_refund")
+    invoice_id = _refunded_invoice_id(content, transaction)
+    if not invoice_id:
+        raise PayloadInvalid("invoice_missing")
+    amount = transaction.get("amount")
+    if not _is_amount(amount) or amount == 0:
+        raise PayloadInvalid("amount_invalid")
+    return PaymentRefunded(
+        external_invoice_id=invoice_id, refund_ref=str(transaction["id"]),
+        currency=_currency(transaction.get("currency_code")), amount_minor=cast(int, amount),
+        occurred_at=_timestamp(transaction.get("date")) or at,
+    )
+
+
+def _refunded_invoice_id(content: Mapping[str, Any], transaction: Mapping[str, Any]) -> str:
+    """The invoice the refund belongs to: the event's invoice, else the refund credit note's
+    `reference_invoice_id`, else the transaction's linked credit note's reference."""
+    invoice = content.get("invoice")
+    if isinstance(invoice, dict) and invoice.get("id"):
+        return str(invoice["id"])
+    note = content.get("credit_note")
+    if isinstance(note, dict) and note.get("reference_invoice_id"):
+        return str(note["reference_invoice_id"])
+    for link in transaction.get("linked_credit_notes") or []:
+        if isinstance(link, dict) and link.get("cn_reference_invoice_id"):
+            return str(link["cn_reference_invoice_id"])
+    return ""
+
+
+def _invoice_deleted(content: Mapping[str, Any], at: datetime | None) -> DomainEvent:
+    return InvoiceVoided(external_invoice_id=str(_resource(content, "invoice")["id"]), occurred_at=at)
+
+
+def _invoice_updated(content: Mapping[str, Any], at: datetime | None) -> DomainEvent:
+    invoice = _resource(content, "invoice")
+    if invoice.get("status") != "voided":
+        return Ignored("invoice_update_not_void")
+    return InvoiceVoided(external_invoice_id=str(invoice["id"]),
+                         occurred_at=_timestamp(invoice.get("voided_at")) or at)
 
 
 _HANDLERS = {
     "payment_failed": _payment_failed,
     "payment_succeeded": _payment_succeeded,
     "subscription_cancelled": _subscription_cancelled,
+    "payment_refunded": _payment_refunded,
+    "invoice_deleted": _invoice_deleted,
+    "invoice_updated": _invoice_updated,
 }
 HANDLED_TYPES = frozenset(_HANDLERS)
 

@@ -10,6 +10,15 @@ Sources:
 - `integrations/data/recharge_error_map.csv`, copied from `shared/facts/recharge_error_map.csv`:
   all 109 Recharge error types with whether Recharge retries, PayPilot's classification and
   whether the customer is emailed.
+
+Times (ISO-8601 without an offset, read as UTC like the other Recharge times): a failure at
+the charge's `updated_at` (2021-01 also `last_charge_attempt_date`), a payment at its
+`processed_at`, a cancellation at the subscription's `cancelled_at`, each falling back to
+`updated_at`. Refunds: the `charge/refunded` topic (recharge_webhooks.md lists it; statuses
+`refunded` and `partially_refunded`) carries the charge with `total_refunds`, the total
+refunded so far in major units (a 2021-11 Charge field, from Recharge's API reference as I
+recall it; not in the stored facts), so it is applied as a cumulative total per charge.
+Recharge has no void of a charge; a skipped or cancelled upcoming charge never failed.
 """
 
 from __future__ import annotations
@@ -27,7 +36,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from integrations.domain import DomainEvent, Ignored, PaymentFailed, PaymentSucceeded, SubscriptionCancelled
+from integrations.domain import (
+    DomainEvent,
+    Ignored,
+    PaymentFailed,
+    PaymentRefunded,
+    PaymentSucceeded,
+    SubscriptionCancelled,
+)
 from integrations.providers import Credentials, Envelope, PayloadInvalid, VerificationFailed, load_json
 from ledger.money import to_minor
 
@@ -41,8 +57,9 @@ HEADERS = (
 )
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 TOPICS = frozenset(
-    {"charge/failed", "charge/max_retries_reached", "charge/paid", "subscription/cancelled"}
+    {"charge/failed", "charge/max_retries_reached", "charge/paid", "charge/refunded", "subscription/cancelled"}
 )
+REFUNDED_STATUSES = frozenset({"refunded", "partially_refunded"})
 NOT_CUSTOMER = "not_customer"  # classification: a store or platform problem, never emailed
 
 
@@ -104,7 +121,7 @@ def verify(
         expected = hmac.new(secret, stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
         if not hmac.compare_digest(expected, given.lower()):
             raise VerificationFailed("signature_mismatch")
-        current = time.time() if now is None else now
+        current = int(time.time() if now is None else now)  # whole seconds: boundary inclusive
         if abs(current - int(stamp)) > REPLAY_WINDOW_SECONDS:
             raise VerificationFailed("timestamp_stale")
         return
@@ -137,7 +154,8 @@ def envelope(*, body: bytes, headers: Mapping[str, str]) -> Envelope:
     topic = topic_of(payload, headers.get("X-Recharge-Topic", ""))
     charge = payload.get("charge")
     if isinstance(charge, dict) and charge.get("id") is not None:
-        tries = _tries(charge)
+        # A refund does not change the tries; two partial refunds differ by their total.
+        tries = charge.get("total_refunds") if topic == "charge/refunded" else _tries(charge)
         return Envelope(
             event_key=f"{topic}:{charge['id']}:{tries}",
             event_type=topic,
@@ -181,6 +199,8 @@ def _inferred_topic(payload: Mapping[str, Any]) -> str:
             return "charge/failed"
         if status == "success":
             return "charge/paid"
+        if status in REFUNDED_STATUSES:
+            return "charge/refunded"
         return f"charge/{status or 'unknown'}"[:100]
     subscription = payload.get("subscription")
     if isinstance(subscription, dict):
@@ -200,6 +220,7 @@ _CONSISTENT: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "charge/max_retries_reached": lambda p: _charge_status(p) == "error"
     and not (p.get("charge") or {}).get("retry_date"),
     "charge/paid": lambda p: _charge_status(p) == "success",
+    "charge/refunded": lambda p: _charge_status(p) in REFUNDED_STATUSES,
     "subscription/cancelled": lambda p: isinstance(p.get("subscription"), dict)
     and str(p["subscription"].get("status") or "").lower() == "cancelled",
 }
@@ -242,6 +263,19 @@ def _charge_paid(payload: Mapping[str, Any], context: Credentials) -> DomainEven
         external_invoice_id=str(charge["id"]),
         amount_paid_minor=_minor(charge.get("total_price"), currency),
         currency=currency,
+        occurred_at=_parse_time(charge.get("processed_at")) or _parse_time(charge.get("updated_at")),
+    )
+
+
+def _charge_refunded(payload: Mapping[str, Any], context: Credentials) -> DomainEvent:
+    charge = _charge(payload)
+    currency = _currency(charge, context)
+    if charge.get("total_refunds") is None:
+        raise PayloadInvalid("total_refunds_missing")
+    return PaymentRefunded(
+        external_invoice_id=str(charge["id"]), refund_ref=f"charge:{charge['id']}", currency=currency,
+        cumulative_minor=_minor(charge.get("total_refunds"), currency, field="total_refunds"),
+        occurred_at=_parse_time(charge.get("updated_at")),
     )
 
 
@@ -249,13 +283,17 @@ def _subscription_cancelled(payload: Mapping[str, Any], context: Credentials) ->
     subscription = payload.get("subscription")
     if not isinstance(subscription, dict) or subscription.get("id") is None:
         raise PayloadInvalid("subscription_missing")
-    return SubscriptionCancelled(subscription_id=str(subscription["id"]))
+    return SubscriptionCancelled(
+        subscription_id=str(subscription["id"]),
+        occurred_at=_parse_time(subscription.get("cancelled_at")) or _parse_time(subscription.get("updated_at")),
+    )
 
 
 _HANDLERS = {
     "charge/failed": _charge_failed,
     "charge/max_retries_reached": _max_retries_reached,
     "charge/paid": _charge_paid,
+    "charge/refunded": _charge_refunded,
     "subscription/cancelled": _subscription_cancelled,
 }
 HANDLED_TYPES = frozenset(_HANDLERS)
@@ -286,6 +324,7 @@ def _failure(
         customer_name=str(name or ""),
         retry_at=retry_at,
         suppressed_reason=suppressed_reason,
+        occurred_at=_parse_time(charge.get("updated_at")) or _parse_time(charge.get("last_charge_attempt_date")),
     )
 
 
@@ -323,14 +362,14 @@ def _currency(charge: Mapping[str, Any], context: Credentials) -> str:
     return value.upper()
 
 
-def _minor(value: Any, currency: str) -> int:
+def _minor(value: Any, currency: str, *, field: str = "total_price") -> int:
     """Recharge money is a string in major units ("349.00")."""
     try:
         amount = to_minor(Decimal(str(value)), currency)
     except (InvalidOperation, ValueError) as exc:
-        raise PayloadInvalid("total_price_invalid") from exc
+        raise PayloadInvalid(f"{field}_invalid") from exc
     if amount < 0:
-        raise PayloadInvalid("total_price_invalid")
+        raise PayloadInvalid(f"{field}_invalid")
     return amount
 
 

@@ -8,6 +8,18 @@ Sources (copied into `integrations/data/`, checked against the facts by a test):
 - `shared/facts/stripe_webhooks.md` (stripe-python 15.3.1 `_webhook.py`, `_invoice.py`;
   Stripe's basil changelog): signature scheme, 300 s tolerance, the invoice fields before
   and after API version `2025-03-31.basil`, where decline and advice codes live.
+- Event times: the event's `created` (Unix seconds) is when the change happened at Stripe;
+  payments use the invoice's `status_transitions.paid_at`, voids `voided_at`, uncollectible
+  `marked_uncollectible_at`, cancellations the subscription's `ended_at`.
+- Refunds (docs.stripe.com/api/charges/object, /api/credit_notes/object): a Charge carries
+  `amount_refunded`, the cumulative total refunded; before basil it also names its `invoice`
+  (basil removed `invoice` from Charge). A credit note names its `invoice` in every version,
+  with `out_of_band_amount` (money returned outside Stripe) and, on current versions,
+  `refunds[]` (`{refund, amount_refunded}`, the Stripe refunds it created or linked).
+  To count each refunded unit once: before basil, money returned through Stripe is read from
+  `charge.refunded` (cumulative per charge) and credit notes add only their out-of-band part;
+  from basil on, a charge no longer names its invoice, so credit notes carry both parts and
+  `charge.refunded` is acknowledged and ignored (`charge_without_invoice`).
 """
 
 from __future__ import annotations
@@ -15,6 +27,7 @@ from __future__ import annotations
 import csv
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -25,15 +38,24 @@ from stripe import SignatureVerificationError, WebhookSignature
 from integrations.domain import (
     DomainEvent,
     Ignored,
+    InvoiceVoided,
     PaymentFailed,
+    PaymentRefunded,
     PaymentSucceeded,
     RetriesExhausted,
     SubscriptionCancelled,
 )
-from integrations.providers import Credentials, Envelope, PayloadInvalid, VerificationFailed, load_json
+from integrations.providers import (
+    Credentials,
+    Envelope,
+    PayloadInvalid,
+    VerificationFailed,
+    age_exceeds,
+    load_json,
+)
 
 NAME = "stripe"
-TOLERANCE_SECONDS = 300  # stripe.Webhook.DEFAULT_TOLERANCE; the check is one-sided (old only)
+TOLERANCE_SECONDS = 300  # stripe.Webhook.DEFAULT_TOLERANCE, inclusive; one-sided (old only)
 HEADERS = ("Stripe-Signature",)
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
@@ -80,7 +102,8 @@ def verify(
 ) -> None:
     """Check `Stripe-Signature` with the SDK's own `WebhookSignature.verify_header`.
 
-    Any `v1` entry may match (secret rotation); a timestamp older than 300 s is refused.
+    Any `v1` entry may match (secret rotation); a timestamp more than 300 whole seconds old
+    is refused (300 s is accepted).
     Raises VerificationFailed(reason) with signature_missing, signature_malformed,
     signature_mismatch or timestamp_stale.
     """
@@ -95,11 +118,14 @@ def verify(
     except UnicodeDecodeError as exc:
         raise VerificationFailed("body_not_utf8") from exc
     try:
-        WebhookSignature.verify_header(payload, header, credential.secret, tolerance=TOLERANCE_SECONDS)
+        # tolerance=None: the SDK then checks the signature only (its age check is below).
+        WebhookSignature.verify_header(payload, header, credential.secret, tolerance=None)
     except SignatureVerificationError as exc:
         raise VerificationFailed(_reason_for(str(exc))) from exc
-    # The SDK reads the clock itself; `now` only lets tests pin the stale check further.
-    if now is not None and timestamp < now - TOLERANCE_SECONDS:
+    # The SDK's own check, `timestamp < time.time() - tolerance` on a float clock, refuses a
+    # stamp 300 s old part-way through that second (and 299 s when the request was slow).
+    # The age is counted in whole seconds so the boundary is inclusive: 300 s in, 301 s out.
+    if age_exceeds(timestamp=timestamp, now=now, limit=TOLERANCE_SECONDS):
         raise VerificationFailed("timestamp_stale")
 
 
@@ -152,10 +178,31 @@ def translate(*, payload: dict[str, Any], event_type: str, context: Credentials)
     obj = _data_object(payload)
     if not obj.get("id"):
         return Ignored("object_missing")
-    return handler(obj)
+    return handler(obj, _EventInfo(at=_timestamp(payload.get("created")),
+                                   api_version=str(payload.get("api_version") or "")))
 
 
-def _payment_failed(invoice: dict[str, Any]) -> DomainEvent:
+@dataclass(frozen=True)
+class _EventInfo:
+    at: datetime | None  # the event's `created`: when the change happened at Stripe
+    api_version: str
+
+    @property
+    def basil_or_later(self) -> bool:
+        # Versions are "YYYY-MM-DD.name": the date part orders them.
+        return self.api_version[:10] >= BASIL[:10]
+
+
+BASIL = "2025-03-31.basil"  # Charge lost its `invoice` field here
+
+
+def _transition_time(invoice: Mapping[str, Any], key: str, event: _EventInfo) -> datetime | None:
+    transitions = invoice.get("status_transitions")
+    found = _timestamp(transitions.get(key)) if isinstance(transitions, dict) else None
+    return found or event.at
+
+
+def _payment_failed(invoice: dict[str, Any], event: _EventInfo) -> DomainEvent:
     return PaymentFailed(
         external_invoice_id=str(invoice["id"]),
         amount_minor=_amount(invoice, "amount_due"),
@@ -168,31 +215,79 @@ def _payment_failed(invoice: dict[str, Any]) -> DomainEvent:
         customer_name=str(invoice.get("customer_name") or ""),
         hosted_invoice_url=str(invoice.get("hosted_invoice_url") or ""),
         retry_at=_timestamp(invoice.get("next_payment_attempt")),
+        occurred_at=event.at,
     )
 
 
-def _payment_succeeded(invoice: dict[str, Any]) -> DomainEvent:
+def _payment_succeeded(invoice: dict[str, Any], event: _EventInfo) -> DomainEvent:
     return PaymentSucceeded(
         external_invoice_id=str(invoice["id"]),
         amount_paid_minor=_amount(invoice, "amount_paid"),
         currency=_currency(invoice),
+        occurred_at=_transition_time(invoice, "paid_at", event),
     )
 
 
-def _subscription_deleted(subscription: dict[str, Any]) -> DomainEvent:
-    return SubscriptionCancelled(subscription_id=str(subscription["id"]))
+def _subscription_deleted(subscription: dict[str, Any], event: _EventInfo) -> DomainEvent:
+    return SubscriptionCancelled(subscription_id=str(subscription["id"]),
+                                 occurred_at=_timestamp(subscription.get("ended_at")) or event.at)
 
 
-def _marked_uncollectible(invoice: dict[str, Any]) -> DomainEvent:
-    return RetriesExhausted(external_invoice_id=str(invoice["id"]))
+def _marked_uncollectible(invoice: dict[str, Any], event: _EventInfo) -> DomainEvent:
+    return RetriesExhausted(external_invoice_id=str(invoice["id"]),
+                            occurred_at=_transition_time(invoice, "marked_uncollectible_at", event))
 
 
-_HANDLERS = {
+def _voided(invoice: dict[str, Any], event: _EventInfo) -> DomainEvent:
+    return InvoiceVoided(external_invoice_id=str(invoice["id"]),
+                         occurred_at=_transition_time(invoice, "voided_at", event))
+
+
+def _charge_refunded(charge: dict[str, Any], event: _EventInfo) -> DomainEvent:
+    """Cumulative per charge: `amount_refunded` is everything refunded so far, so a
+    redelivery, a second partial refund or an out-of-order event all compute the right part."""
+    invoice_id = _id_of(charge.get("invoice"))
+    if not invoice_id:
+        # basil+ (or a charge outside billing): the refund is counted from its credit note.
+        return Ignored("charge_without_invoice")
+    refunds = charge.get("refunds")
+    times = [_timestamp(item.get("created")) for item in (refunds.get("data") or [])
+             if isinstance(item, dict)] if isinstance(refunds, dict) else []
+    return PaymentRefunded(
+        external_invoice_id=invoice_id, refund_ref=str(charge["id"]), currency=_currency(charge),
+        cumulative_minor=_amount(charge, "amount_refunded"),
+        occurred_at=max((t for t in times if t), default=None) or event.at,
+    )
+
+
+def _credit_note_created(note: dict[str, Any], event: _EventInfo) -> DomainEvent:
+    """The money a credit note returned: the out-of-band part always, its Stripe refunds only
+    from basil on (before, `charge.refunded` reports them; see the module docstring)."""
+    invoice_id = _id_of(note.get("invoice"))
+    if not invoice_id:
+        raise PayloadInvalid("invoice_missing")
+    returned = _optional_amount(note, "out_of_band_amount")
+    if event.basil_or_later:
+        for item in note.get("refunds") or []:
+            if isinstance(item, dict):
+                returned += _optional_amount(item, "amount_refunded")
+    if returned == 0:
+        return Ignored("credit_note_without_refund")
+    return PaymentRefunded(
+        external_invoice_id=invoice_id, refund_ref=str(note["id"]), currency=_currency(note),
+        amount_minor=returned, occurred_at=_timestamp(note.get("created")) or event.at,
+    )
+
+
+_HANDLERS: dict[str, Callable[[dict[str, Any], _EventInfo], DomainEvent]] = {
     "invoice.payment_failed": _payment_failed,
     "invoice.paid": _payment_succeeded,
     "invoice.payment_succeeded": _payment_succeeded,
     "customer.subscription.deleted": _subscription_deleted,
     "invoice.marked_uncollectible": _marked_uncollectible,
+    "invoice.voided": _voided,
+    "charge.refunded": _charge_refunded,
+    "credit_note.created": _credit_note_created,
 }
 HANDLED_TYPES = frozenset(_HANDLERS)
 
@@ -328,6 +423,11 @@ def _amount(invoice: Mapping[str, Any], key: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise PayloadInvalid(f"{key}_invalid")
     return value  # Stripe amounts are already in the currency's smallest unit
+
+
+def _optional_amount(obj: Mapping[str, Any], key: str) -> int:
+    """An amount that may be absent or null (0 then); present, it must be valid."""
+    return 0 if obj.get(key) is None else _amount(obj, key)
 
 
 def _currency(invoice: Mapping[str, Any]) -> str:

@@ -31,6 +31,7 @@ from integrations.services.credentials import credential_read
 from integrations.services.inbox_sql import event_insert, queue_broker
 from integrations.services.processing import ProcessingFailed
 from paypilot.models import Tenant
+from paypilot.ratelimit import client_key, counter_hit
 from paypilot.refusals import refusal_audit_detail
 from paypilot.services import audit_record
 from paypilot.tenancy import set_current_tenant, tenant_context
@@ -41,7 +42,8 @@ PROCESS_TASK = "integrations.tasks.process_event"
 REASON_SECRET_NOT_CONFIGURED = "secret_not_configured"  # no secret and unsigned mode not allowed
 REASON_SECRET_UNREADABLE = "secret_unreadable"  # stored secret does not decrypt with the key
 REASON_TENANT_NOT_FOUND = "tenant_not_found"
-REASON_TENANT_INACTIVE = "tenant_inactive"
+REASON_TENANT_DEACTIVATED = "tenant_deactivated"  # closed for good: 410, so providers stop
+REASON_RATE_LIMITED = "rate_limited"  # too many failed verifications from this address/tenant
 REASON_PAYLOAD_INVALID = "invalid_payload"
 SWEEP_BATCH = 1000  # per run; the next run takes the rest
 
@@ -52,6 +54,7 @@ class Receipt:
 
     status: int
     body: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def _refused(status: int, code: str, detail: str) -> Receipt:
@@ -62,7 +65,8 @@ def _refused(status: int, code: str, detail: str) -> Receipt:
 # tenant suspension reaches other processes within CREDENTIAL_CACHE_SECONDS; this process
 # drops its cache at once (integrations.apps connects `credential_cache_clear` to saves).
 CREDENTIAL_CACHE_SECONDS = 5.0
-_credential_cache: dict[tuple[str, str], tuple[float, Tenant, Credentials | None]] = {}
+CREDENTIAL_CACHE_MAX = 10_000
+_credential_cache: dict[tuple[str, str], tuple[float, Tenant | None, Credentials | None]] = {}
 _cache_lock = threading.Lock()
 
 
@@ -80,12 +84,16 @@ def _credential_for(tenant_slug: str, provider: str) -> tuple[Tenant | None, Cre
     if hit is not None and hit[0] > now:
         return hit[1], hit[2]
     tenant = Tenant.objects.filter(slug=tenant_slug).first()
-    if tenant is None:
-        return None, None
-    with _tenant_bound(tenant):
-        row = ProviderCredential.objects.filter(tenant=tenant, provider=provider).first()
-    credential = credential_read(row) if row is not None else None
+    credential = None
+    if tenant is not None:
+        with _tenant_bound(tenant):
+            row = ProviderCredential.objects.filter(tenant=tenant, provider=provider).first()
+        credential = credential_read(row) if row is not None else None
+    # An unknown slug is cached too, so a flood of deliveries to made-up tenants costs a
+    # dict lookup, not a query each (a tenant created here clears the cache at once).
     with _cache_lock:
+        if len(_credential_cache) >= CREDENTIAL_CACHE_MAX:  # made-up slugs cannot grow it for ever
+            _credential_cache.clear()
         _credential_cache[key] = (now + CREDENTIAL_CACHE_SECONDS, tenant, credential)
     return tenant, credential
 
@@ -111,12 +119,18 @@ def webhook_receive(
     body: bytes,
     headers: Mapping[str, str],
     url_key: str = "",
+    client: str = "",
 ) -> Receipt:
     """Verify, store and enqueue one delivery; answers in milliseconds.
 
-    200 for a new event and for a duplicate (with the stored status and outcome); 400 with a
-    reason code (audited, nothing stored) for a bad signature, a missing secret or a body
-    that is not the provider's shape; 404/403 for an unknown or inactive tenant.
+    Every verified delivery is stored, whatever the tenant's status: a suspended tenant's
+    events are applied (processing drafts nothing for it). 200 for a new event and for a
+    duplicate (with the stored status and outcome); 400 with a reason code (audited,
+    nothing stored) for a bad signature, a missing secret or a body that is not the
+    provider's shape; 404 for an unknown tenant; 410 for a deactivated one (nothing
+    stored, so providers stop). A delivery that fails verification counts against
+    `client` and the tenant (PAYPILOT_WEBHOOK_FAILURES_PER_*): past the limit it gets 429
+    and nothing is written, not even the audit row. A verified one is never limited.
     """
     module = adapter(provider)
     try:
@@ -126,30 +140,66 @@ def webhook_receive(
         with _one_transaction():
             return _reject(tenant, provider, REASON_SECRET_UNREADABLE, status=500)
     if tenant is None:
-        return _refused(404, REASON_TENANT_NOT_FOUND, "no such tenant")
+        return _failure_limited(client, None) or _refused(404, REASON_TENANT_NOT_FOUND, "no such tenant")
+    if tenant.status == Tenant.Status.DEACTIVATED:
+        return _refused(410, REASON_TENANT_DEACTIVATED, "this tenant is closed and accepts no more webhooks")
+    failure = _verification_failure(module, tenant, credential, body=body, headers=headers, url_key=url_key)
+    if failure is not None:
+        # Counted before any transaction opens: past the limit nothing reaches the database.
+        limited = _failure_limited(client, tenant)
+        if limited is not None:
+            return limited
     # Row-level security: the tenant is bound by the audit row's path or by the event
     # insert itself, and stays bound to the end of the request's one transaction.
     with _one_transaction():
-        return _receive(module, tenant, credential, body=body, headers=headers, url_key=url_key)
+        if failure is not None:
+            return _reject(tenant, module.NAME, failure)
+        return _store(module, tenant, body=body, headers=headers)
 
 
-def _receive(
+def _failure_limited(client: str, tenant: Tenant | None) -> Receipt | None:
+    """Count one failed verification for `client` (and `tenant`); the 429 to answer once
+    either is past its limit in this window, else None. No database: counters only."""
+    window = settings.PAYPILOT_RATE_LIMIT_WINDOW_SECONDS
+    checks = [("ip", client_key(client), settings.PAYPILOT_WEBHOOK_FAILURES_PER_IP, "address")]
+    if tenant is not None:
+        checks.append(("tenant", str(tenant.pk), settings.PAYPILOT_WEBHOOK_FAILURES_PER_TENANT, "tenant"))
+    limited: Receipt | None = None
+    for kind, ident, limit, who in checks:
+        if not limit:
+            continue
+        hit = counter_hit(f"whfail:{kind}:{ident}", window=window)
+        if hit.count > limit and limited is None:
+            if hit.count == limit + 1:  # once per window and key: the flood is noticed, not logged per hit
+                logger.warning("webhook verification failures over the per-%s limit (%d/%ds)", who, limit, window)
+            limited = Receipt(429, {"error": REASON_RATE_LIMITED,
+                                    "detail": f"too many failed webhook verifications for this {who}"},
+                              headers={"Retry-After": str(hit.retry_after)})
+    return limited
+
+
+def _verification_failure(
     module: ModuleType, tenant: Tenant, credential: Credentials | None, *,
     body: bytes, headers: Mapping[str, str], url_key: str,
-) -> Receipt:
-    provider = module.NAME
-    if not tenant.is_active:
-        return _refused(403, REASON_TENANT_INACTIVE, "this tenant does not accept webhooks")
+) -> str | None:
+    """The reason the delivery fails verification, or None. Raw bytes only, no database."""
     creds = credential or Credentials()
     if not creds.secret:
         if not (settings.PAYPILOT_ALLOW_UNSIGNED_WEBHOOKS and tenant.slug == settings.PAYPILOT_DEMO_TENANT):
-            return _reject(tenant, provider, REASON_SECRET_NOT_CONFIGURED)
-        logger.warning("unsigned %s webhook accepted for demo tenant %s", provider, tenant.slug)
-    else:
-        try:
-            module.verify(body=body, headers=headers, credential=creds, url_key=url_key, now=time.time())
-        except VerificationFailed as exc:
-            return _reject(tenant, provider, exc.reason)
+            return REASON_SECRET_NOT_CONFIGURED
+        logger.warning("unsigned %s webhook accepted for demo tenant %s", module.NAME, tenant.slug)
+        return None
+    try:
+        module.verify(body=body, headers=headers, credential=creds, url_key=url_key, now=time.time())
+    except VerificationFailed as exc:
+        return exc.reason
+    return None
+
+
+def _store(module: ModuleType, tenant: Tenant, *, body: bytes, headers: Mapping[str, str]) -> Receipt:
+    """Parse the verified delivery, insert it and enqueue its processing (or answer the
+    duplicate), inside the request's one transaction."""
+    provider = module.NAME
     try:
         env = module.envelope(body=body, headers=headers)
     except PayloadInvalid as exc:
@@ -191,7 +241,10 @@ def _reject(tenant: Tenant, provider: str, reason: str, *, status: int = 400, no
         REASON_SECRET_UNREADABLE: "the stored webhook secret cannot be read",
         REASON_PAYLOAD_INVALID: "the body is not a webhook payload of this provider",
     }.get(reason, "the delivery could not be verified")
-    return _refused(status, reason, detail)
+    receipt = _refused(status, reason, detail)
+    if note:  # e.g. json_too_deep: which check refused the body, never its content
+        receipt.body["reason"] = note
+    return receipt
 
 
 def enqueue_processing(event_id: int) -> None:

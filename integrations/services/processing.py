@@ -34,13 +34,15 @@ from integrations.crypto import secret_decrypt
 from integrations.domain import (
     DomainEvent,
     Ignored,
+    InvoiceVoided,
     PaymentFailed,
+    PaymentRefunded,
     PaymentSucceeded,
     RetriesExhausted,
     SubscriptionCancelled,
 )
 from integrations.models import ProviderCredential, WebhookEvent
-from integrations.providers import Credentials, adapter, load_json
+from integrations.providers import Credentials, adapter, currency_checked, load_json
 from ledger.models import Invoice
 from ledger.services import (
     CustomerInput,
@@ -51,6 +53,8 @@ from ledger.services import (
     invoice_mark_exhausted,
     invoice_record_failures,
     invoice_record_payment,
+    invoice_record_refund,
+    invoice_record_void,
 )
 from paypilot.models import Tenant
 from paypilot.tenancy import tenant_context, tenant_for_row
@@ -69,6 +73,13 @@ OUTCOME_ALREADY_PAID = "noop_already_paid"  # lost the race: paid before this fa
 OUTCOME_INVOICE_CLOSED = "noop_invoice_closed"  # lost the race: invoice already closed
 OUTCOME_OUT_OF_ORDER = "noop_out_of_order"  # a newer resource_version was applied already
 OUTCOME_NO_OPEN_INVOICE = "noop_no_open_invoice"  # cancellation with nothing open
+# The tenant was suspended (or closed) when the failure was applied: recorded in the
+# ledger, nothing drafted. `tenants resume --draft-open` looks for this outcome.
+OUTCOME_TENANT_INACTIVE = "recorded_tenant_inactive"
+# Drafted later, by `tenants resume --draft-open`, through the same hand-off.
+OUTCOME_DRAFTED_ON_RESUME = "draft_opened_on_resume"
+# Recorded while suspended, and the invoice closed (paid, churned...) before the resume.
+OUTCOME_CLOSED_BEFORE_RESUME = "noop_closed_before_resume"
 
 
 class ProcessingFailed(Exception):
@@ -273,7 +284,7 @@ def _translate(event: WebhookEvent, credentials: dict[str, ProviderCredential | 
         payload = enrich(payload=payload, event_type=event.event_type,
                          api_key=secret_decrypt(credential.api_key_encrypted),
                          fetch=stripe_api.invoice_payment_error)
-    return event, module.translate(payload=payload, event_type=event.event_type, context=context)
+    return event, currency_checked(module.translate(payload=payload, event_type=event.event_type, context=context))
 
 
 def _superseded(event: WebhookEvent) -> bool:
@@ -310,6 +321,7 @@ def _record_failures(tenant: Tenant, run: list[tuple[WebhookEvent, PaymentFailed
             attempt=failed.attempt, customer=customers.get(failed.provider_customer_id),
             subscription_id=failed.subscription_id, provider_customer_id=failed.provider_customer_id,
             hosted_invoice_url=failed.hosted_invoice_url, event_ref=_ref(event),
+            occurred_at=failed.occurred_at,
         )
         for event, failed in run
     ])
@@ -338,7 +350,12 @@ def _on_payment_failed_many(run: list[Translated]) -> list[Result]:
             results.append(None)
             handoffs.append((index, DraftRequest(invoice=invoice, provider_retry_at=failed.retry_at,
                                                  provider_retry_source=event.provider)))
-    if handoffs:
+    if handoffs and not tenant.is_active:
+        # A suspended tenant keeps its ledger (so a later payment still closes the invoice)
+        # but gets no new dunning; the send gates refuse anything already approved.
+        for index, _ in handoffs:
+            results[index] = (Status.PROCESSED, OUTCOME_TENANT_INACTIVE)
+    elif handoffs:
         outcomes = handoff.recovery_start(tenant=tenant, requests=[request for _, request in handoffs])
         for (index, _), outcome in zip(handoffs, outcomes, strict=True):
             results[index] = (Status.PROCESSED, outcome)
@@ -349,6 +366,7 @@ def _on_payment_succeeded(event: WebhookEvent, paid: PaymentSucceeded) -> Result
     result = invoice_record_payment(
         tenant=event.tenant, provider=event.provider, external_invoice_id=paid.external_invoice_id,
         amount_paid_minor=paid.amount_paid_minor, currency=paid.currency, event_ref=_ref(event),
+        occurred_at=paid.occurred_at,
     )
     return Status.PROCESSED, result.outcome
 
@@ -356,7 +374,7 @@ def _on_payment_succeeded(event: WebhookEvent, paid: PaymentSucceeded) -> Result
 def _on_subscription_cancelled(event: WebhookEvent, cancelled: SubscriptionCancelled) -> Result:
     moved = invoice_mark_churned(
         tenant=event.tenant, provider=event.provider, subscription_id=cancelled.subscription_id,
-        event_ref=_ref(event),
+        event_ref=_ref(event), occurred_at=cancelled.occurred_at,
     )
     return Status.PROCESSED, "churned" if moved else OUTCOME_NO_OPEN_INVOICE
 
@@ -371,8 +389,26 @@ def _on_retries_exhausted(event: WebhookEvent, exhausted: RetriesExhausted) -> R
     outcome = invoice_mark_exhausted(
         tenant=event.tenant, provider=event.provider,
         external_invoice_id=exhausted.external_invoice_id, event_ref=_ref(event),
+        occurred_at=exhausted.occurred_at,
     )
     return Status.PROCESSED, outcome if outcome == "exhausted" else f"noop_exhausted_{outcome}"
+
+
+def _on_invoice_voided(event: WebhookEvent, voided: InvoiceVoided) -> Result:
+    outcome = invoice_record_void(
+        tenant=event.tenant, provider=event.provider, external_invoice_id=voided.external_invoice_id,
+        event_ref=_ref(event), occurred_at=voided.occurred_at,
+    )
+    return Status.PROCESSED, outcome if outcome == "voided" else f"noop_voided_{outcome}"
+
+
+def _on_payment_refunded(event: WebhookEvent, refunded: PaymentRefunded) -> Result:
+    result = invoice_record_refund(
+        tenant=event.tenant, provider=event.provider, external_invoice_id=refunded.external_invoice_id,
+        refund_ref=refunded.refund_ref, currency=refunded.currency, amount_minor=refunded.amount_minor,
+        cumulative_minor=refunded.cumulative_minor, occurred_at=refunded.occurred_at, event_ref=_ref(event),
+    )
+    return Status.PROCESSED, result.outcome
 
 
 def _on_ignored(event: WebhookEvent, ignored: Ignored) -> Result:
@@ -384,6 +420,8 @@ HANDLERS: dict[type[DomainEvent], Callable[[WebhookEvent, Any], Result]] = {  # 
     PaymentSucceeded: _on_payment_succeeded,
     SubscriptionCancelled: _on_subscription_cancelled,
     RetriesExhausted: _on_retries_exhausted,
+    InvoiceVoided: _on_invoice_voided,
+    PaymentRefunded: _on_payment_refunded,
     Ignored: _on_ignored,
 }
 

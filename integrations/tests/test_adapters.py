@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import filecmp
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -101,8 +102,11 @@ def test_stripe_pre_basil_shape():
 def test_stripe_other_types():
     assert isinstance(_translate_stripe("invoice_paid"), PaymentSucceeded)
     assert isinstance(_translate_stripe("invoice_payment_succeeded_legacy"), PaymentSucceeded)
-    assert _translate_stripe("customer_subscription_deleted") == SubscriptionCancelled("sub_1RAcmeScale")
-    assert _translate_stripe("invoice_marked_uncollectible") == RetriesExhausted("in_1RzQ4xAcmeRobotics")
+    # provider times: the subscription's ended_at (one second before the event), the event's created
+    assert _translate_stripe("customer_subscription_deleted") == SubscriptionCancelled(
+        "sub_1RAcmeScale", occurred_at=datetime.fromtimestamp(1781740000, tz=UTC))
+    assert _translate_stripe("invoice_marked_uncollectible") == RetriesExhausted(
+        "in_1RzQ4xAcmeRobotics", occurred_at=datetime.fromtimestamp(1782086400, tz=UTC))
     assert _translate_stripe("invoice_payment_action_required") == Ignored("unhandled_event_type")
 
 
@@ -215,3 +219,50 @@ def test_chargebee_basic_auth_needs_user_password_and_url_key():
     with pytest.raises(VerificationFailed) as exc:
         chargebee.verify(body=b"{}", headers={"Authorization": "Basic !!!"}, credential=creds, url_key="k" * 32)
     assert exc.value.reason == "signature_malformed"
+
+
+# --- refunds, voids, event times (issue 12) --------------------------------------------------
+
+def test_stripe_refund_and_void_translation():
+    from integrations.domain import InvoiceVoided, PaymentRefunded
+
+    assert _translate_stripe("invoice_voided") == InvoiceVoided(
+        "in_1RzQ4xAcmeRobotics", occurred_at=datetime.fromtimestamp(1782000000, tz=UTC))
+    refund = _translate_stripe("charge_refunded_legacy")
+    assert refund == PaymentRefunded(
+        external_invoice_id="in_1RzQ4xAcmeRobotics", refund_ref="ch_3RzQ9kGlobexPro", currency="USD",
+        cumulative_minor=50000, occurred_at=datetime.fromtimestamp(1781913598, tz=UTC))  # the refund's created
+    note = _translate_stripe("credit_note_created")
+    assert (note.amount_minor, note.cumulative_minor, note.refund_ref) == (60000, None, "cn_1RzS2gAcmeRobotics")
+
+
+def test_stripe_credit_note_without_money_back_is_ignored():
+    payload = load_fixture("stripe", "credit_note_created")
+    payload["data"]["object"].update(out_of_band_amount=None, refunds=[])
+    assert stripe.translate(payload=payload, event_type="credit_note.created", context=CTX) == Ignored(
+        "credit_note_without_refund")
+    payload["data"]["object"]["invoice"] = None
+    with pytest.raises(stripe.PayloadInvalid):
+        stripe.translate(payload=payload, event_type="credit_note.created", context=CTX)
+
+
+def test_chargebee_refund_needs_a_successful_refund_transaction_and_an_invoice():
+    payload = load_fixture("chargebee", "payment_refunded")
+    payload["content"]["transaction"]["type"] = "payment"
+    assert chargebee.translate(payload=payload, event_type="payment_refunded", context=CTX) == Ignored(
+        "not_a_successful_refund")
+    payload = load_fixture("chargebee", "payment_refunded")
+    del payload["content"]["invoice"], payload["content"]["credit_note"]
+    payload["content"]["transaction"]["linked_credit_notes"] = []
+    with pytest.raises(chargebee.PayloadInvalid):
+        chargebee.translate(payload=payload, event_type="payment_refunded", context=CTX)
+
+
+def test_recharge_refund_is_cumulative_in_minor_units():
+    event = recharge.translate(payload=load_fixture("recharge", "charge_refunded"), event_type="charge/refunded",
+                               context=CTX)
+    assert (event.refund_ref, event.cumulative_minor, event.currency) == ("charge:581120044", 2000, "EUR")
+    payload = load_fixture("recharge", "charge_refunded")
+    del payload["charge"]["total_refunds"]
+    with pytest.raises(recharge.PayloadInvalid):
+        recharge.translate(payload=payload, event_type="charge/refunded", context=CTX)

@@ -18,7 +18,7 @@ from integrations.providers import adapter
 from integrations.services import processing, webhook_event_process
 from integrations.services.processing import ProcessingFailed
 from integrations.tests.conftest import body_of, load_fixture
-from ledger.models import Customer, Invoice, InvoiceTransition, PaidBeforeFailure
+from ledger.models import Customer, Invoice, InvoiceRefund, InvoiceTransition, LedgerInconsistency, PaidBeforeFailure
 from paypilot.models import AuditEvent, Tenant
 
 pytestmark = pytest.mark.django_db
@@ -30,18 +30,36 @@ def _fresh_memo(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(processing, "_processed_here", {})
 
 
-def failed(n: int, *, invoice: str = "", customer: str = "") -> dict[str, Any]:
+def failed(n: int, *, invoice: str = "", customer: str = "", created: int | None = None) -> dict[str, Any]:
     """The documented invoice.payment_failed fixture with its own event, invoice and customer ids."""
     payload = copy.deepcopy(load_fixture("stripe", "invoice_payment_failed"))
     payload["id"] = f"evt_batch_{n:04d}"
+    if created is not None:
+        payload["created"] = created
     invoice = invoice or f"in_batch_{n:04d}"
     payload["data"]["object"]["id"] = invoice
     payload["data"]["object"]["customer"] = customer or f"cus_batch_{n:04d}"
     return payload
 
 
-def paid(n: int, *, invoice: str) -> dict[str, Any]:
+def paid(n: int, *, invoice: str, currency: str = "usd") -> dict[str, Any]:
     payload = copy.deepcopy(load_fixture("stripe", "invoice_paid"))
+    payload["id"] = f"evt_batch_{n:04d}"
+    payload["data"]["object"]["id"] = invoice
+    payload["data"]["object"]["currency"] = currency
+    return payload
+
+
+def refunded(n: int, *, invoice: str, cumulative: int) -> dict[str, Any]:
+    payload = copy.deepcopy(load_fixture("stripe", "charge_refunded_legacy"))
+    payload["id"] = f"evt_batch_{n:04d}"
+    payload["created"] += n
+    payload["data"]["object"].update(id=f"ch_{invoice}", invoice=invoice, amount_refunded=cumulative)
+    return payload
+
+
+def voided(n: int, *, invoice: str) -> dict[str, Any]:
+    payload = copy.deepcopy(load_fixture("stripe", "invoice_voided"))
     payload["id"] = f"evt_batch_{n:04d}"
     payload["data"]["object"]["id"] = invoice
     return payload
@@ -67,14 +85,20 @@ def outcomes(tenant: Tenant | None = None) -> list[tuple[str, str, int]]:
 
 
 def snapshot(tenant: Tenant) -> dict[str, Any]:
-    """What one tenant's events left behind, without ids or times, to compare two runs."""
+    """What one tenant's events left behind, without ids or processing times (provider times
+    are the same in both runs and compared), to compare two runs."""
     mine = {"tenant": tenant}
     return {
         "events": [(status, outcome) for status, outcome, _ in outcomes(tenant)],
-        "invoices": sorted(Invoice.objects.filter(**mine).values_list("external_invoice_id", "state",
-                                                                      "attempt_count", "arm")),
+        "invoices": sorted(Invoice.objects.filter(**mine).values_list(
+            "external_invoice_id", "state", "attempt_count", "arm", "failed_at", "recovered_at", "closed_at",
+            "recovered_minor", "refunded_minor")),
         "transitions": sorted(InvoiceTransition.objects.filter(**mine).values_list(
-            "invoice__external_invoice_id", "from_state", "to_state", "cause")),
+            "invoice__external_invoice_id", "from_state", "to_state", "cause", "occurred_at")),
+        "refunds": sorted(InvoiceRefund.objects.filter(**mine).values_list(
+            "invoice__external_invoice_id", "refund_ref", "amount_minor", "currency", "occurred_at")),
+        "inconsistencies": sorted(LedgerInconsistency.objects.filter(**mine).values_list(
+            "external_invoice_id", "kind", "expected_currency", "received_currency", "amount_minor")),
         "customers": sorted(Customer.objects.filter(**mine).values_list("external_id", "name", "email")),
         "decisions": sorted(DecisionRecord.objects.filter(**mine).values_list("invoice_ref", "rule_fired", "action")),
         "drafts": sorted(Draft.objects.filter(**mine).values_list("invoice__external_invoice_id", "subject",
@@ -91,7 +115,9 @@ def snapshot(tenant: Tenant) -> dict[str, Any]:
 def mixed_deliveries() -> list[dict[str, Any]]:
     """Failures of distinct invoices, then the orders that must not be reordered: a failure
     and its payment, a payment before its failure, two failures of one invoice, and two
-    invoices of one customer."""
+    invoices of one customer; then the ledger inputs of issue 12: an older failure delivered
+    after a newer one, refunds (two partials, a repeated total, one above the recovered
+    amount), a void, a payment in another currency, each between failures of other invoices."""
     return [
         failed(1), failed(2), failed(3),
         failed(4, invoice="in_paid_after"), paid(5, invoice="in_paid_after"),
@@ -99,6 +125,14 @@ def mixed_deliveries() -> list[dict[str, Any]]:
         failed(8, invoice="in_twice"), failed(9, invoice="in_twice"),
         failed(10, customer="cus_shared"), failed(11, customer="cus_shared"),
         failed(12), failed(13),
+        failed(14, invoice="in_backlog", created=1_781_000_000),
+        failed(15, invoice="in_backlog", created=1_780_000_000),
+        failed(16, invoice="in_refunded"), paid(17, invoice="in_refunded"), failed(18),
+        refunded(19, invoice="in_refunded", cumulative=50000), refunded(20, invoice="in_refunded", cumulative=120000),
+        refunded(21, invoice="in_refunded", cumulative=120000), refunded(22, invoice="in_refunded", cumulative=900000),
+        refunded(23, invoice="in_paid_first", cumulative=100),
+        failed(24, invoice="in_voided"), failed(25), voided(26, invoice="in_voided"),
+        failed(27, invoice="in_jpy"), paid(28, invoice="in_jpy", currency="jpy"), failed(29), failed(30),
     ]
 
 
@@ -130,6 +164,12 @@ def test_a_batch_leaves_exactly_what_one_by_one_processing_leaves(stripe_tenant,
     one_by_one = snapshot(stripe_tenant)
     assert ("processed", "noop_already_paid") in one_by_one["events"]  # the orders above really matter
     assert ("processed", "recovered") in one_by_one["events"]
+    for outcome in ("refunded", "noop_refund_duplicate", "refunded_capped", "noop_refund_unknown_invoice",
+                    "voided", "refused_currency_mismatch"):
+        assert ("processed", outcome) in one_by_one["events"], outcome
+    assert len(one_by_one["refunds"]) == 3 and len(one_by_one["inconsistencies"]) == 2
+    backlog = next(row for row in one_by_one["invoices"] if row[0] == "in_backlog")
+    assert backlog[4].timestamp() == 1_780_000_000  # the older failure, delivered second, is the first
 
     settings.PAYPILOT_WEBHOOK_BATCH = 50
     batched = tenant_create(slug="batched", name="Acme Ltd")

@@ -212,13 +212,14 @@ def test_holdout_invoice_is_recorded_and_left_alone(settings, stripe_tenant, pos
     assert not recovery.calls
 
 
-def test_unknown_tenant_and_inactive_tenant(stripe_tenant, post_stripe):
+def test_unknown_tenant_and_deactivated_tenant(stripe_tenant, post_stripe):
     from paypilot.services import tenant_set_status
 
     assert post_stripe(load_fixture("stripe", "invoice_paid"), tenant="nope").status_code == 404
-    tenant_set_status(tenant=stripe_tenant, status="suspended")
+    tenant_set_status(tenant=stripe_tenant, status="deactivated")
     response = post_stripe(load_fixture("stripe", "invoice_paid"))
-    assert response.status_code == 403 and response.json()["error"] == "tenant_inactive"
+    assert response.status_code == 410 and response.json()["error"] == "tenant_deactivated"
+    assert not WebhookEvent.objects.exists()
 
 
 def test_verified_body_that_is_not_an_event_is_refused(stripe_tenant, post_stripe):

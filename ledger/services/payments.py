@@ -11,8 +11,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ledger.holdout import holdout_arm_for
-from ledger.models import Customer, Invoice, InvoiceTransition, PaidBeforeFailure
+from ledger.models import Customer, Invoice, InvoiceTransition, LedgerInconsistency, PaidBeforeFailure
 from ledger.money import currency_normalise
+from ledger.services.inconsistencies import OUTCOME_CURRENCY_MISMATCH, inconsistency_record
 from ledger.services.transitions import (
     CAUSE_PAYMENT_FAILED,
     CAUSE_PAYMENT_SUCCEEDED,
@@ -35,7 +36,7 @@ class FailureResult:
 @dataclass(frozen=True)
 class PaymentResult:
     invoice: Invoice | None  # None when the payment was stored as paid-before-failure
-    outcome: str  # "recovered" | "paid_before_failure" | "noop"
+    outcome: str  # "recovered" | "paid_before_failure" | "noop" | "refused_currency_mismatch"
 
 
 def _check_amount(value: int, field: str) -> int:
@@ -59,6 +60,7 @@ class FailureInput:
     provider_customer_id: str = ""
     hosted_invoice_url: str = ""
     event_ref: str = ""
+    occurred_at: datetime | None = None  # the provider's time of this failure (None: now)
 
 
 def invoice_record_failure(
@@ -75,20 +77,24 @@ def invoice_record_failure(
     provider_customer_id: str = "",
     hosted_invoice_url: str = "",
     event_ref: str = "",
+    occurred_at: datetime | None = None,
     now: datetime | None = None,
 ) -> FailureResult:
     """Upsert an invoice from a failed payment.
 
-    New invoice: stored `failed` with its holdout arm fixed now (outcome "recorded").
-    Open invoice: attempt count (never lowered), failure code and amount updated ("repeat").
-    Closed invoice: untouched, never reopened ("closed_noop"). An invoice already stored as
-    paid-before-failure is not created at all ("already_paid"). Raises ValueError on bad input.
+    New invoice: stored `failed` with its holdout arm fixed now (outcome "recorded"),
+    `failed_at` = the provider's failure time (`occurred_at`, else now) and
+    `failed_recorded_at` = now. Open invoice: attempt count (never lowered), failure code and
+    amount updated ("repeat"). Closed invoice: never reopened ("closed_noop"). In both cases
+    an older failure delivered late lowers `failed_at` (the first failure is the earliest
+    seen; audited). An invoice already stored as paid-before-failure is not created at all
+    ("already_paid"). Raises ValueError on bad input.
     """
     failure = FailureInput(
         provider=provider, external_invoice_id=external_invoice_id, amount_minor=amount_minor,
         currency=currency, failure_code=failure_code, attempt=attempt, customer=customer,
         subscription_id=subscription_id, provider_customer_id=provider_customer_id,
-        hosted_invoice_url=hosted_invoice_url, event_ref=event_ref,
+        hosted_invoice_url=hosted_invoice_url, event_ref=event_ref, occurred_at=occurred_at,
     )
     return invoice_record_failures(tenant=tenant, failures=[failure], now=now)[0]
 
@@ -146,16 +152,18 @@ def invoice_record_failures(
                 created.append(invoice)
                 results.append(FailureResult(invoice=invoice, created=True, outcome="recorded"))
             elif not invoice.is_open:
+                if _failed_at_lowered(tenant, invoice, failure, audits):
+                    invoice.save(update_fields=["failed_at", "updated_at"])
                 results.append(FailureResult(invoice=invoice, created=False, outcome="closed_noop"))
             else:
-                _invoice_repeat(invoice, failure)
+                _invoice_repeat(tenant, invoice, failure, audits)
                 results.append(FailureResult(invoice=invoice, created=False, outcome="repeat"))
         if created:
             rows_insert(created)
             event_refs = {(f.provider, f.external_invoice_id): f.event_ref for f in checked}
             rows_insert([
                 InvoiceTransition(tenant_id=tenant.pk, invoice=invoice, from_state="", to_state=State.FAILED,
-                                  cause=CAUSE_PAYMENT_FAILED,
+                                  cause=CAUSE_PAYMENT_FAILED, occurred_at=invoice.failed_at,
                                   event_ref=event_refs[(invoice.provider, invoice.external_invoice_id)][:200])
                 for invoice in created
             ])
@@ -179,16 +187,34 @@ def _invoice_new(tenant: Tenant, failure: FailureInput, *, now: datetime) -> Inv
         failure_code=failure.failure_code, attempt_count=failure.attempt,
         subscription_id=failure.subscription_id, provider_customer_id=failure.provider_customer_id,
         hosted_invoice_url=failure.hosted_invoice_url,
-        arm=holdout_arm_for(invoice_id=failure.external_invoice_id), state=State.FAILED, failed_at=now,
+        arm=holdout_arm_for(invoice_id=failure.external_invoice_id), state=State.FAILED,
+        failed_at=failure.occurred_at or now, failed_recorded_at=now,
     )
 
 
-def _invoice_repeat(invoice: Invoice, failure: FailureInput) -> None:
+def _failed_at_lowered(tenant: Tenant, invoice: Invoice, failure: FailureInput, audits: list[AuditEvent]) -> bool:
+    """An older failure of a known invoice (delivered late, e.g. from a backlog): the first
+    failure is the earliest one the provider reported, so `failed_at` moves back to it.
+    Never moved forward: a newer failure is a retry, not the first one."""
+    if failure.occurred_at is None or failure.occurred_at >= invoice.failed_at:
+        return False
+    audits.append(audit_entry(event="ledger.invoice.failed_at_lowered", tenant=tenant, detail={
+        "invoice_id": invoice.pk, "failed_at_from": invoice.failed_at.isoformat(),
+        "failed_at_to": failure.occurred_at.isoformat(),
+    }))
+    invoice.failed_at = failure.occurred_at
+    return True
+
+
+def _invoice_repeat(tenant: Tenant, invoice: Invoice, failure: FailureInput, audits: list[AuditEvent]) -> None:
     """Another failure of an open invoice the caller holds locked: attempt count never
-    lowered, code and (same-currency) amount updated, missing references filled in."""
+    lowered, code and (same-currency) amount updated, missing references filled in, and
+    `failed_at` lowered to an older failure's time."""
     invoice.attempt_count = max(invoice.attempt_count, failure.attempt)
     invoice.failure_code = failure.failure_code or invoice.failure_code
     update = ["attempt_count", "failure_code", "updated_at"]
+    if _failed_at_lowered(tenant, invoice, failure, audits):
+        update.append("failed_at")
     if failure.currency == invoice.currency:  # an amount in another currency is not comparable
         invoice.amount_minor = failure.amount_minor
         update.append("amount_minor")
@@ -212,13 +238,18 @@ def invoice_record_payment(
     amount_paid_minor: int,
     currency: str,
     event_ref: str = "",
+    occurred_at: datetime | None = None,
     now: datetime | None = None,
 ) -> PaymentResult:
     """A payment reported by the provider.
 
-    Open invoice -> `recovered` with the amount paid ("recovered"). Closed invoice -> nothing
-    ("noop"). Never seen failing -> stored as a paid-before-failure marker, not a recovery
-    ("paid_before_failure"; a redelivery answers the same and stores nothing new).
+    Open invoice -> `recovered` with the amount paid ("recovered"; `recovered_at` = the
+    provider's payment time `occurred_at`, else now; `recovered_recorded_at` = now). Closed
+    invoice -> nothing ("noop"). Never seen failing -> stored as a paid-before-failure
+    marker, not a recovery ("paid_before_failure"; a redelivery answers the same and stores
+    nothing new). A payment in another currency than its open invoice is refused: a
+    `LedgerInconsistency` row and an audit event, the invoice left open and untouched, never
+    converted ("refused_currency_mismatch").
     """
     _check_amount(amount_paid_minor, "amount_paid_minor")
     currency = currency_normalise(currency)
@@ -234,8 +265,14 @@ def invoice_record_payment(
             return PaymentResult(invoice=None, outcome="paid_before_failure")
         if not invoice.is_open:
             return PaymentResult(invoice=invoice, outcome="noop")
+        if currency != invoice.currency:
+            inconsistency_record(invoice=invoice, kind=LedgerInconsistency.Kind.CURRENCY_MISMATCH,
+                                 received_currency=currency, amount_minor=amount_paid_minor,
+                                 occurred_at=occurred_at, event_ref=event_ref, cause="payment")
+            return PaymentResult(invoice=invoice, outcome=OUTCOME_CURRENCY_MISMATCH)
         _move(invoice, to=State.RECOVERED, cause=CAUSE_PAYMENT_SUCCEEDED, event_ref=event_ref,
-              now=now, recovered_minor=amount_paid_minor, recovered_at=now)
+              now=now, occurred_at=occurred_at or now, recovered_minor=amount_paid_minor,
+              recovered_at=occurred_at or now, recovered_recorded_at=now)
         return PaymentResult(invoice=invoice, outcome="recovered")
 
 

@@ -1,10 +1,11 @@
 """The one locking state-transition service, the invoice-key locks, and the moves that
-close or advance an invoice (churned, exhausted, messaged, clicked).
+close or advance an invoice (churned, exhausted, voided, messaged, clicked).
 
 Every real state move goes through `_move()` while the invoice row is locked
-(`select_for_update()`), appends an `InvoiceTransition` and an audit event in the same
-transaction. A same-state move is a silent no-op (a redelivered event); an illegal move
-raises `IllegalTransition` after an audit event has been committed for it.
+(`select_for_update()`), appends an `InvoiceTransition` (with the provider's event time in
+`occurred_at`) and an audit event in the same transaction. A same-state move is a silent
+no-op (a redelivered event); an illegal move raises `IllegalTransition` after an audit event
+has been committed for it.
 """
 
 from __future__ import annotations
@@ -29,14 +30,17 @@ T = TypeVar("T")
 # read (silent no-op), so messaged -> messaged is listed only to document that a second
 # send is legal; it never writes a second row.
 ALLOWED_MOVES: dict[str, frozenset[str]] = {
-    State.FAILED: frozenset({State.MESSAGED, State.RECOVERED, State.CHURNED, State.EXHAUSTED}),
+    State.FAILED: frozenset({State.MESSAGED, State.RECOVERED, State.CHURNED, State.EXHAUSTED, State.VOIDED}),
     State.MESSAGED: frozenset(
-        {State.MESSAGED, State.CLICKED, State.RECOVERED, State.CHURNED, State.EXHAUSTED}
+        {State.MESSAGED, State.CLICKED, State.RECOVERED, State.CHURNED, State.EXHAUSTED, State.VOIDED}
     ),
-    State.CLICKED: frozenset({State.MESSAGED, State.RECOVERED, State.CHURNED, State.EXHAUSTED}),
+    State.CLICKED: frozenset(
+        {State.MESSAGED, State.RECOVERED, State.CHURNED, State.EXHAUSTED, State.VOIDED}
+    ),
     State.RECOVERED: frozenset(),
     State.CHURNED: frozenset(),
     State.EXHAUSTED: frozenset(),
+    State.VOIDED: frozenset(),
 }
 
 # Causes written on transition rows (snake_case, defined once).
@@ -46,10 +50,12 @@ CAUSE_EMAIL_SENT = "email_sent"  # a real send (not a dry run, not suppressed)
 CAUSE_LINK_CLICKED = "link_clicked"  # the customer opened the signed recovery link
 CAUSE_SUBSCRIPTION_CANCELLED = "subscription_cancelled"  # subscription deleted while unpaid
 CAUSE_RETRIES_EXHAUSTED = "retries_exhausted"  # the provider stopped retrying
+CAUSE_INVOICE_VOIDED = "invoice_voided"  # the provider voided (or deleted) the invoice: nothing owed
 
 # Reason codes on `IllegalTransition` and its audit event.
 REASON_ILLEGAL_MOVE = "illegal_move"  # not in ALLOWED_MOVES (includes leaving a terminal state)
 REASON_HOLDOUT = "holdout_never_messaged"  # holdout invoices are never messaged
+REASON_VOID_OF_CLOSED = "void_of_closed_invoice"  # a void after the invoice closed: left as it was
 
 
 class IllegalTransition(Exception):
@@ -102,9 +108,12 @@ def _locked_invoice(pk: int) -> Invoice:
 
 def _move(
     locked: Invoice, *, to: str, cause: str, event_ref: str, now: datetime | None = None,
-    **fields: Any,
+    occurred_at: datetime | None = None, **fields: Any,
 ) -> bool:
-    """Apply one move to a row the caller holds locked, inside the caller's transaction."""
+    """Apply one move to a row the caller holds locked, inside the caller's transaction.
+
+    `occurred_at` is the provider's time of the event behind the move; PayPilot's own events
+    (a send, a click) happen when they are applied, so it defaults to `now`."""
     if locked.state == to:
         return False
     if to not in ALLOWED_MOVES[locked.state]:
@@ -123,7 +132,7 @@ def _move(
     locked.save(update_fields=update)
     InvoiceTransition.objects.create(
         tenant_id=locked.tenant_id, invoice=locked, from_state=previous, to_state=to,
-        cause=cause, event_ref=event_ref[:200],
+        cause=cause, event_ref=event_ref[:200], occurred_at=occurred_at or now,
     )
     audit_record(
         event=f"ledger.invoice.{to}",
@@ -180,12 +189,16 @@ def invoice_transition(*, invoice: Invoice, to: str, cause: str, event_ref: str 
 
 
 def invoice_mark_churned(
-    *, tenant: Tenant, provider: str, subscription_id: str, event_ref: str = ""
+    *, tenant: Tenant, provider: str, subscription_id: str, event_ref: str = "",
+    occurred_at: datetime | None = None,
 ) -> int:
-    """Move every open invoice of a cancelled subscription to `churned`; returns how many."""
+    """Move every open invoice of a cancelled subscription to `churned` (`closed_at` = the
+    provider's cancellation time, else now); returns how many."""
     if not subscription_id:
         return 0
     moved = 0
+    now = timezone.now()
+    occurred_at = occurred_at or now
     with transaction.atomic():
         # Locked in primary-key order so two cancellations never deadlock on each other.
         rows = list(
@@ -196,15 +209,40 @@ def invoice_mark_churned(
         )
         for invoice in rows:
             moved += _move(invoice, to=State.CHURNED, cause=CAUSE_SUBSCRIPTION_CANCELLED,
-                           event_ref=event_ref)
+                           event_ref=event_ref, now=now, occurred_at=occurred_at, closed_at=occurred_at)
     return moved
 
 
 def invoice_mark_exhausted(
-    *, tenant: Tenant, provider: str, external_invoice_id: str, event_ref: str = ""
+    *, tenant: Tenant, provider: str, external_invoice_id: str, event_ref: str = "",
+    occurred_at: datetime | None = None,
 ) -> str:
     """The provider stopped retrying: "exhausted" on a move, "noop" when already closed,
-    "unknown" when the invoice was never seen failing."""
+    "unknown" when the invoice was never seen failing. `closed_at` = the provider's time."""
+    return _close(tenant=tenant, provider=provider, external_invoice_id=external_invoice_id,
+                  to=State.EXHAUSTED, cause=CAUSE_RETRIES_EXHAUSTED, event_ref=event_ref,
+                  occurred_at=occurred_at)
+
+
+def invoice_record_void(
+    *, tenant: Tenant, provider: str, external_invoice_id: str, event_ref: str = "",
+    occurred_at: datetime | None = None,
+) -> str:
+    """The provider voided (or deleted) the invoice: nothing is owed any more.
+
+    Open invoice -> `voided` ("voided"; `closed_at` = the provider's time), which takes it
+    out of every recovery denominator. Already closed -> untouched ("noop"): a void after a
+    payment is the provider tidying up, and a recovered invoice stays recovered; the noop is
+    audited because money was recorded against it. Never seen failing -> "unknown".
+    """
+    return _close(tenant=tenant, provider=provider, external_invoice_id=external_invoice_id,
+                  to=State.VOIDED, cause=CAUSE_INVOICE_VOIDED, event_ref=event_ref, occurred_at=occurred_at)
+
+
+def _close(
+    *, tenant: Tenant, provider: str, external_invoice_id: str, to: str, cause: str, event_ref: str,
+    occurred_at: datetime | None,
+) -> str:
     with transaction.atomic():
         invoice = (
             Invoice.objects.select_for_update()
@@ -214,29 +252,38 @@ def invoice_mark_exhausted(
         if invoice is None:
             return "unknown"
         if not invoice.is_open:
+            if to == State.VOIDED and invoice.state != State.VOIDED:
+                audit_record(event="ledger.invoice.void_ignored", tenant=tenant, detail={
+                    "invoice_id": invoice.pk, "state": invoice.state, "reason": REASON_VOID_OF_CLOSED,
+                })
             return "noop"
-        _move(invoice, to=State.EXHAUSTED, cause=CAUSE_RETRIES_EXHAUSTED, event_ref=event_ref)
-        return "exhausted"
+        now = timezone.now()
+        occurred_at = occurred_at or now
+        _move(invoice, to=to, cause=cause, event_ref=event_ref, now=now, occurred_at=occurred_at,
+              closed_at=occurred_at)
+        return str(to)
 
 
-def invoice_mark_messaged(*, invoice: Invoice, event_ref: str = "") -> bool:
-    """Record a real send. False when it is a repeat send or the invoice closed meanwhile
-    (the email went out, but a closed invoice is never reopened). Raises IllegalTransition
-    (audited) for a holdout invoice."""
+def invoice_mark_messaged(*, invoice: Invoice, event_ref: str = "", now: datetime | None = None) -> bool:
+    """Record a real send (at `now`, default the present: only a backfill such as the demo
+    history passes a past time). False when it is a repeat send or the invoice closed
+    meanwhile (the email went out, but a closed invoice is never reopened). Raises
+    IllegalTransition (audited) for a holdout invoice."""
     return _run_locked(
         invoice,
         lambda locked: locked.is_open
-        and _move(locked, to=State.MESSAGED, cause=CAUSE_EMAIL_SENT, event_ref=event_ref),
+        and _move(locked, to=State.MESSAGED, cause=CAUSE_EMAIL_SENT, event_ref=event_ref, now=now),
         cause=CAUSE_EMAIL_SENT,
     )
 
 
-def invoice_mark_clicked(*, invoice: Invoice, event_ref: str = "") -> bool:
-    """Record a click on the recovery link. False for a repeat click or a closed invoice (a
-    late click on an old email); raises IllegalTransition (audited) for a never-messaged one."""
+def invoice_mark_clicked(*, invoice: Invoice, event_ref: str = "", now: datetime | None = None) -> bool:
+    """Record a click on the recovery link (at `now`, as `invoice_mark_messaged`). False for
+    a repeat click or a closed invoice (a late click on an old email); raises
+    IllegalTransition (audited) for a never-messaged one."""
     return _run_locked(
         invoice,
         lambda locked: locked.is_open
-        and _move(locked, to=State.CLICKED, cause=CAUSE_LINK_CLICKED, event_ref=event_ref),
+        and _move(locked, to=State.CLICKED, cause=CAUSE_LINK_CLICKED, event_ref=event_ref, now=now),
         cause=CAUSE_LINK_CLICKED,
     )

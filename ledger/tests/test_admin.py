@@ -7,8 +7,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
-from ledger.models import Customer
-from ledger.services import customer_upsert, invoice_mark_messaged
+from ledger.models import Customer, Invoice, InvoiceRefund, LedgerInconsistency
+from ledger.services import (
+    customer_upsert,
+    invoice_mark_messaged,
+    invoice_record_failure,
+    invoice_record_payment,
+    invoice_record_refund,
+)
 from paypilot.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -122,8 +128,6 @@ def member_client(client, tenant):  # type: ignore[no-untyped-def]
 
 
 def test_tenant_admin_sees_and_edits_only_their_tenant(member_client, tenant, other_tenant, record_failure) -> None:  # type: ignore[no-untyped-def]
-    from ledger.services import invoice_record_failure
-
     record_failure("in_mine")
     invoice_record_failure(tenant=other_tenant, provider="stripe", external_invoice_id="in_theirs",
                            amount_minor=1, currency="usd", failure_code="card_expired")
@@ -142,3 +146,63 @@ def test_tenant_admin_sees_and_edits_only_their_tenant(member_client, tenant, ot
 
     report = member_client.get("/admin/ledger/invoice/report/?tenant=globex").content.decode()
     assert "Recovery report: acme" in report and "globex" not in report
+
+
+def _recovered_with_refund_and_mismatch(tenant, record_failure, invoice_id):  # type: ignore[no-untyped-def]
+    record_failure(invoice_id, amount_minor=5000)
+    invoice_record_payment(tenant=tenant, provider="stripe", external_invoice_id=invoice_id,
+                           amount_paid_minor=5000, currency="jpy", event_ref="stripe:evt_jpy")
+    invoice_record_payment(tenant=tenant, provider="stripe", external_invoice_id=invoice_id,
+                           amount_paid_minor=5000, currency="usd")
+    invoice_record_refund(tenant=tenant, provider="stripe", external_invoice_id=invoice_id,
+                          refund_ref=f"re_{invoice_id}", currency="usd", amount_minor=1250)
+    return Invoice.objects.get(tenant=tenant, external_invoice_id=invoice_id)
+
+
+def test_invoice_page_shows_refunds_times_and_a_link_to_its_inconsistencies(superuser_client, tenant,
+                                                                          record_failure) -> None:  # type: ignore[no-untyped-def]
+    invoice = _recovered_with_refund_and_mismatch(tenant, record_failure, "in_refunded")
+    html = superuser_client.get(f"/admin/ledger/invoice/{invoice.pk}/change/").content.decode()
+    assert "re_in_refunded" in html  # the refund inline
+    assert "Refunded minor" in html and "Failed recorded at" in html
+    link = f"/admin/ledger/ledgerinconsistency/?invoice__id__exact={invoice.pk}"
+    assert f'href="{link}"' in html and "1 recorded" in html
+    listing = superuser_client.get(link)
+    assert listing.status_code == 200
+    assert [row.kind for row in listing.context["cl"].result_list] == ["currency_mismatch"]
+
+
+def test_refund_and_inconsistency_admins_are_read_only(superuser_client, tenant, record_failure) -> None:  # type: ignore[no-untyped-def]
+    _recovered_with_refund_and_mismatch(tenant, record_failure, "in_ro")
+    for model, name in ((InvoiceRefund, "invoicerefund"), (LedgerInconsistency, "ledgerinconsistency")):
+        row = model.objects.get()
+        base = f"/admin/ledger/{name}/"
+        assert superuser_client.get(base).status_code == 200
+        detail = superuser_client.get(f"{base}{row.pk}/change/")
+        assert detail.status_code == 200 and 'name="_save"' not in detail.content.decode()
+        assert superuser_client.get(f"{base}add/").status_code == 403
+        assert superuser_client.post(f"{base}{row.pk}/delete/", {"post": "yes"}).status_code == 403
+        assert model.objects.count() == 1
+
+
+def test_refunds_and_inconsistencies_are_tenant_scoped(client, tenant, other_tenant) -> None:  # type: ignore[no-untyped-def]
+    def record(t, invoice_id):  # type: ignore[no-untyped-def]
+        return lambda *a, **k: invoice_record_failure(
+            tenant=t, provider="stripe", external_invoice_id=invoice_id, amount_minor=5000, currency="usd",
+            failure_code="card_expired")
+
+    _recovered_with_refund_and_mismatch(tenant, record(tenant, "in_mine"), "in_mine")
+    _recovered_with_refund_and_mismatch(other_tenant, record(other_tenant, "in_theirs"), "in_theirs")
+    membership = get_user_model()._meta.get_field("admin_membership").related_model
+    user = get_user_model().objects.create_user("viewer", "", "pw-for-tests-only", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(
+        codename__in=["view_invoicerefund", "view_ledgerinconsistency"]))
+    membership.objects.create(user=user, tenant=tenant)
+    client.force_login(user)
+
+    refunds = client.get("/admin/ledger/invoicerefund/").context["cl"].result_list
+    assert [r.refund_ref for r in refunds] == ["re_in_mine"]
+    found = client.get("/admin/ledger/ledgerinconsistency/").context["cl"].result_list
+    assert [r.external_invoice_id for r in found] == ["in_mine"]
+    theirs = LedgerInconsistency.objects.get(tenant=other_tenant)
+    assert client.get(f"/admin/ledger/ledgerinconsistency/{theirs.pk}/change/").status_code == 404

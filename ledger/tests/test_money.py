@@ -59,3 +59,13 @@ def test_to_minor_refuses_rounding_and_non_numbers(bad: object) -> None:
 def test_bad_currency_code_is_refused(bad: str) -> None:
     with pytest.raises(ValueError):
         currency_exponent(bad)
+
+
+def test_iso_4217_holds_every_exponent_code_and_refuses_non_currencies() -> None:
+    from ledger.money import ISO_4217, THREE_DECIMAL, ZERO_DECIMAL, currency_known
+
+    assert ZERO_DECIMAL | THREE_DECIMAL <= ISO_4217
+    assert all(len(code) == 3 and code.isupper() for code in ISO_4217)
+    assert currency_known("usd") and currency_known(" EUR ") and currency_known("XCG")
+    for code in ("XXX", "QQQ", "XTS", "XAU", "XDR", "CHE", "", "US", "USDD", None, 840):
+        assert not currency_known(code), code

@@ -75,7 +75,7 @@ def demo_subject(tenant: Tenant, person: Person, *, tag: str, capture_on_commit)
     # A replayable API answer (POST /payment-failed with an Idempotency-Key) naming them.
     IdempotencyRecord.objects.create(
         tenant=tenant, key=f"idem-{tag}", request_hash="0" * 64, status_code=200,
-        response={"customer": {"id": person.external_id, "name": person.name, "email": person.email},
-                  "draft": {"body": f"Hi {first_name}, {person.note}."}},
+        response_body=json.dumps({"customer": {"id": person.external_id, "name": person.name, "email": person.email},
+                                  "draft": {"body": f"Hi {first_name}, {person.note}."}}).encode(),
     )
     return Demo(tenant=tenant, person=person, customer=customer, approval=approval, event=event)

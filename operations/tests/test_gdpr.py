@@ -147,3 +147,26 @@ def test_unknown_subject_and_tenant_are_refused(demo):
         run("gdpr_erase", "--tenant", "acme", "--customer-id", "cus_nobody")
     with pytest.raises(CommandError, match="no tenant"):
         run("gdpr_export", "--tenant", "nope", "--email", demo.person.email)
+
+
+def test_erase_hashes_the_invoice_id_on_refunds_and_inconsistencies(demo):
+    from ledger.models import InvoiceRefund, LedgerInconsistency
+    from ledger.services import invoice_record_payment, invoice_record_refund
+
+    invoice = Invoice.objects.get(customer=demo.customer)
+    original = invoice.external_invoice_id
+    key = {"tenant": demo.tenant, "provider": invoice.provider, "external_invoice_id": original}
+    invoice_record_payment(**key, amount_paid_minor=4500, currency="jpy")  # refused: an inconsistency
+    if invoice.state in Invoice.OPEN_STATES:
+        invoice_record_payment(**key, amount_paid_minor=invoice.amount_minor, currency=invoice.currency)
+    invoice_record_refund(**key, refund_ref="re_subject_1", currency=invoice.currency, amount_minor=100)
+
+    run("gdpr_erase", "--tenant", "acme", "--customer-id", demo.person.external_id)
+
+    invoice.refresh_from_db()
+    row = LedgerInconsistency.objects.get()
+    assert row.external_invoice_id == invoice.external_invoice_id != original  # hashed consistently
+    assert (row.kind, row.amount_minor, row.received_currency) == ("currency_mismatch", 4500, "JPY")
+    refund = InvoiceRefund.objects.get()
+    assert refund.refund_ref != "re_subject_1" and refund.amount_minor == 100
+    assert invoice.refunded_minor == 100  # figures kept

@@ -127,3 +127,33 @@ def test_progress_bar_only_on_a_terminal(make_demo):
 def test_months_before_clamps_the_day():
     assert months_before(datetime(2026, 3, 31, 12, tzinfo=UTC), 1) == datetime(2026, 2, 28, 12, tzinfo=UTC)
     assert months_before(datetime(2026, 1, 15, tzinfo=UTC), 12) == datetime(2025, 1, 15, tzinfo=UTC)
+
+
+def test_refunds_inconsistencies_and_voided_invoices_go_with_their_invoice(make_demo, tenant):
+    from ledger.models import InvoiceRefund, LedgerInconsistency
+    from ledger.services import invoice_record_refund, invoice_record_void
+
+    refunded = make_demo("refunded", close=False, age=timedelta(days=0))
+    invoice = Invoice.objects.get(customer=refunded.customer)
+    key = {"tenant": tenant, "provider": "stripe", "external_invoice_id": invoice.external_invoice_id}
+    invoice_record_payment(**key, amount_paid_minor=4500, currency="jpy")  # refused: an inconsistency
+    invoice_record_payment(**key, amount_paid_minor=invoice.amount_minor, currency=invoice.currency)
+    invoice_record_refund(**key, refund_ref="re_old", currency=invoice.currency, amount_minor=100)
+    voided = make_demo("voided", close=False, age=timedelta(days=0))
+    voided_invoice = Invoice.objects.get(customer=voided.customer)
+    invoice_record_void(tenant=tenant, provider="stripe", external_invoice_id=voided_invoice.external_invoice_id)
+    kept = make_demo("keptrefund", close=True, age=timedelta(days=20))
+    kept_invoice = Invoice.objects.get(customer=kept.customer)
+    invoice_record_refund(tenant=tenant, provider="stripe", external_invoice_id=kept_invoice.external_invoice_id,
+                          refund_ref="re_kept", currency=kept_invoice.currency, amount_minor=100)
+    old = timezone.now() - timedelta(days=400)
+    Invoice.objects.filter(pk__in=[invoice.pk, voided_invoice.pk]).update(updated_at=old)
+
+    retention_purge()
+
+    assert not Invoice.objects.filter(pk__in=[invoice.pk, voided_invoice.pk]).exists()
+    assert list(InvoiceRefund.objects.values_list("refund_ref", flat=True)) == ["re_kept"]
+    assert not LedgerInconsistency.objects.filter(external_invoice_id=invoice.external_invoice_id).exists()
+    counts = AuditEvent.objects.get(event="operations.retention.purged").detail["counts"]
+    assert (counts["ledger.Invoice"], counts["ledger.InvoiceRefund"], counts["ledger.LedgerInconsistency"]) == (
+        2, 1, 1)

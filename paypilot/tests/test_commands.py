@@ -61,3 +61,11 @@ def test_token_issue_rejects_unknown_tenant_and_role(tenant):
         _call("tokens", "issue", "--tenant", "acme", "--role", "superuser")
     with pytest.raises(CommandError):
         _call("tokens", "revoke", "0000000000")
+
+
+@pytest.mark.django_db
+def test_qinfo_reports_the_cluster_overview(capsys):
+    # django-q2's own monitor commands need `blessed`; qinfo prints straight to the terminal.
+    call_command("qinfo")
+    text = capsys.readouterr().out
+    assert "Clusters" in text and "Schedules" in text

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from io import StringIO
 
+from django.conf import settings
 from django.core.management import call_command
 
-from paypilot.config_surface import env_reads, mask
+from paypilot.config_surface import config_report_rows, env_reads, mask
 
 
 def _report(monkeypatch, **env: str) -> list[dict]:
@@ -68,3 +69,13 @@ def test_parser_finds_every_kind_of_read(tmp_path):
     assert set(reads) == {"VAR_A", "VAR_B", "VAR_C", "VAR_D", "VAR_E"}
     assert reads["VAR_A"].default == "3" and reads["VAR_A"].cast == "int"
     assert reads["VAR_C"].default == "'x'"
+
+
+def test_defaults_are_shown_evaluated_not_as_python_source(monkeypatch):
+    for name in ("DATABASE_URL", "DJANGO_STATIC_ROOT", "PAYPILOT_SEND_FALLBACK_DIR", "PAYPILOT_FACTS_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    rows = {row.name: row for row in config_report_rows(environ={})}
+    assert rows["DATABASE_URL"].value == f"sqlite:///{settings.BASE_DIR / 'db.sqlite3'}"
+    assert rows["DJANGO_STATIC_ROOT"].value == str(settings.BASE_DIR / "var" / "static")
+    for row in rows.values():
+        assert "BASE_DIR" not in row.value and "{" not in row.value, (row.name, row.value)

@@ -18,7 +18,7 @@ def test_health_ok(client, settings):
     settings.PAYPILOT_COMMIT = "abc1234"
     response = client.get("/health")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "commit": "abc1234", "database": "ok"}
+    assert response.json() == {"status": "ok", "commit": "abc1234", "database": "ok", "workers": "none"}
 
 
 def test_health_503_when_database_unreachable():

@@ -6,20 +6,20 @@ import json
 import logging
 
 import pytest
-from django.core.cache import cache
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from paypilot.ratelimit import counters_clear
 from paypilot.services import token_issue
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    cache.clear()
+def _fresh_counters():
+    counters_clear()
     yield
-    cache.clear()
+    counters_clear()
 
 
 def test_sane_request_id_is_kept_and_insane_one_replaced(client):
@@ -87,7 +87,7 @@ def test_metrics_requires_admin_and_counts_requests(client, tenant, api_client_f
     client.get("/health")
     assert api_client_for(tenant, "viewer").get("/metrics").status_code == 403
     assert APIClient().get("/metrics").status_code == 401
-    response = api_client_for(tenant, "tenant_admin").get("/metrics")
+    response = api_client_for(tenant, "platform_admin").get("/metrics")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
     text = response.content.decode()

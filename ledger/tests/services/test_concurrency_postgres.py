@@ -88,3 +88,27 @@ def test_payment_racing_the_first_failure_never_leaves_both() -> None:
         assert invoice is None and outcomes == ["already_paid", "paid_before_failure"]
     else:
         assert invoice.state == "recovered" and outcomes == ["recorded", "recovered"]
+
+
+def test_parallel_refunds_never_take_net_below_zero_or_count_twice() -> None:
+    from ledger.models import InvoiceRefund
+    from ledger.services import invoice_record_refund
+
+    tenant = tenant_create(slug="race-refund", name="race")
+    invoice_record_failure(tenant=tenant, provider="stripe", external_invoice_id="in_rf",
+                           amount_minor=1000, currency="usd", failure_code="card_expired")
+    invoice_record_payment(tenant=tenant, provider="stripe", external_invoice_id="in_rf",
+                           amount_paid_minor=1000, currency="usd")
+
+    def refund(total: int) -> Callable[[], str]:
+        return lambda: invoice_record_refund(
+            tenant=tenant, provider="stripe", external_invoice_id="in_rf", refund_ref="ch_rf",
+            currency="usd", cumulative_minor=total).outcome
+
+    # the same totals delivered twice each, plus one above what was paid, all at once
+    outcomes = _race([refund(t) for t in (300, 300, 700, 700, 1200, 1200)])
+    assert all(isinstance(o, str) for o in outcomes), outcomes
+    invoice = Invoice.objects.get(tenant=tenant, external_invoice_id="in_rf")
+    stored = sum(InvoiceRefund.objects.filter(invoice=invoice).values_list("amount_minor", flat=True))
+    assert stored == invoice.refunded_minor <= invoice.recovered_minor == 1000
+    assert invoice.refunded_minor == 1000  # the 1200 total, whenever it came, capped at what was paid

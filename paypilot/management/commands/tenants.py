@@ -1,4 +1,4 @@
-"""`manage.py tenants create|list|suspend|resume|deactivate`."""
+"""`manage.py tenants create|list|suspend|resume [--draft-open]|deactivate`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from paypilot.models import Tenant
-from paypilot.services import tenant_create, tenant_set_status
+from paypilot.services import tenant_create, tenant_resume, tenant_set_status
 
 _STATUS_FOR = {
     "suspend": Tenant.Status.SUSPENDED,
@@ -26,7 +26,14 @@ class Command(BaseCommand):
         create.add_argument("--name", default="")
         sub.add_parser("list", help="list tenants")
         for action in _STATUS_FOR:
-            sub.add_parser(action, help=f"{action} a tenant").add_argument("slug")
+            command = sub.add_parser(action, help=f"{action} a tenant")
+            command.add_argument("slug")
+            if action == "resume":
+                command.add_argument(
+                    "--draft-open", action="store_true",
+                    help="also draft the open treatment-arm failures recorded while suspended "
+                         "(each still needs an approval before anything is sent)",
+                )
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"]
@@ -44,8 +51,14 @@ class Command(BaseCommand):
             if found is None:
                 raise CommandError(f"no tenant {options['slug']!r}")
             tenant = found
+            drafted: dict[str, int] = {}
             try:
-                changed = tenant_set_status(tenant=tenant, status=_STATUS_FOR[action], actor="cli")
+                if action == "resume":
+                    changed, drafted = tenant_resume(tenant=tenant, draft_open=options["draft_open"], actor="cli")
+                else:
+                    changed = tenant_set_status(tenant=tenant, status=_STATUS_FOR[action], actor="cli")
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
             self.stdout.write(f"{tenant.slug}: {tenant.status}" + ("" if changed else " (unchanged)"))
+            if options.get("draft_open"):
+                self.stdout.write(f"drafts opened: {sum(drafted.values())}")

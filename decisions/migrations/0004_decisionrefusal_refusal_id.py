@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('decisions', '0002_append_only'),
+        ('decisions', '0003_network_rules'),
     ]
 
     operations = [

@@ -64,3 +64,40 @@ def test_fixture_is_a_copy_of_the_facts_file() -> None:
         pytest.skip("shared/facts not beside the checkout")
     assert DEMO_CUSTOMERS_CSV.read_text() == facts.read_text()
     assert len(demo_customers()) == 6
+
+
+@pytest.mark.django_db
+@override_settings(PAYPILOT_DEMO_TENANT="demo-x", PAYPILOT_HOLDOUT_PCT=20)
+def test_first_run_plays_the_story_and_writes_history_in_both_arms_once() -> None:
+    from approvals.models import ApprovalRequest
+    from integrations.models import ProviderCredential, WebhookEvent
+    from ledger.models import Invoice, InvoiceTransition, PaidBeforeFailure
+
+    _run()
+    tenant = Tenant.objects.get(slug="demo-x")
+    assert set(ProviderCredential.objects.filter(tenant=tenant).values_list("provider", flat=True)) == {
+        "stripe", "recharge", "chargebee"}
+    # The story: signed Stripe deliveries through the webhook service, processed by the workers.
+    events = WebhookEvent.objects.filter(tenant=tenant)
+    assert events.count() == 8 and not events.exclude(status="processed").exists()
+    story = Invoice.objects.filter(tenant=tenant, provider="stripe")
+    assert story.filter(state="churned").count() == 1
+    assert PaidBeforeFailure.objects.filter(tenant=tenant, external_invoice_id="in_demo_pixel_0610").exists()
+    assert not story.filter(external_invoice_id="in_demo_pixel_0610").exists()
+    pending = ApprovalRequest.objects.filter(tenant=tenant, status="pending")
+    assert pending.count() >= 3
+    assert {c for c in story.values_list("currency", flat=True)} >= {"USD", "EUR", "GBP"}
+    # History: a few hundred past invoices in both arms, with sends, clicks and outcomes.
+    history = Invoice.objects.filter(tenant=tenant, provider="demo")
+    assert history.count() >= 300
+    assert history.filter(arm="holdout").count() >= 30 and history.filter(arm="treatment").count() >= 30
+    assert not history.filter(arm="holdout", first_messaged_at__isnull=False).exists()
+    assert {"recovered", "churned", "exhausted", "messaged", "clicked"} <= set(history.values_list("state", flat=True))
+    assert InvoiceTransition.objects.filter(invoice__in=history, to_state="messaged").exists()
+
+    counts = (events.count(), Invoice.objects.count(), ApprovalRequest.objects.count(),
+              InvoiceTransition.objects.count())
+    second = _run()
+    assert counts == (events.count(), Invoice.objects.count(), ApprovalRequest.objects.count(),
+                      InvoiceTransition.objects.count())
+    assert "0 new signed deliveries, 8 already received" in second

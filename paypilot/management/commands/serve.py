@@ -1,0 +1,47 @@
+"""`manage.py serve`: the web server and the django-q2 cluster from the Procfile, under honcho."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from honcho.environ import expand_processes, parse_procfile
+from honcho.manager import SIGNALS, Manager
+
+PROCFILE = Path(settings.BASE_DIR) / "Procfile"
+
+
+class Command(BaseCommand):
+    help = ("Start every process of the Procfile (granian web server and qcluster workers) under honcho. "
+            "One INT or TERM stops them all; exit status 0 after a requested stop.")
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--procfile", default=str(PROCFILE))
+
+    def handle(self, *args: Any, host: str, port: int, procfile: str, **options: Any) -> None:
+        try:
+            processes = parse_procfile(Path(procfile).read_text()).processes
+        except OSError as exc:
+            raise CommandError(f"cannot read the Procfile: {exc}") from exc
+        if not processes:
+            raise CommandError(f"{procfile} names no process")
+        env = dict(os.environ, PAYPILOT_PY=sys.executable, PAYPILOT_HOST=host, PAYPILOT_PORT=str(port),
+                   PYTHONUNBUFFERED="1")
+        manager = Manager()
+        # Each process runs in its own session (honcho's default): a Ctrl-C reaches only this
+        # leader, which stops every process group with TERM, then KILL after 5 s. So no
+        # worker is ever signalled twice or left behind.
+        for params in expand_processes(processes, env=env):
+            manager.add_process(params.name, params.cmd, quiet=params.quiet, env=params.env,
+                                cwd=str(settings.BASE_DIR))
+        manager.loop()
+        requested = {info["rc"] for info in SIGNALS.values()}
+        # Stopped on request: a clean exit. A process that died on its own stopped the rest
+        # and its status is passed on, so a supervisor sees the failure.
+        sys.exit(0 if manager.returncode in requested else (manager.returncode or 0))
