@@ -138,3 +138,12 @@ def test_an_audit_outage_still_answers_with_the_id(client, monkeypatch):  # type
     response = client.get("/no/such/place")
     assert response.status_code == 404
     assert response["X-Refusal-ID"].startswith("rf_")
+
+
+@override_settings(PAYPILOT_MAX_BODY_BYTES=4096)
+def test_the_outermost_413_gets_an_id_and_a_row(client):  # type: ignore[no-untyped-def]
+    # Answered by the request-context middleware before any other middleware or view runs.
+    response = client.post("/payment-failed", "x" * 5000, content_type="application/json")
+    assert response.status_code == 413
+    event = refusal_find(refusal_id=_refusal_id(response))
+    assert (event.event, event.detail["status"], event.detail["reason"]) == (REFUSED_EVENT, 413, "body_too_large")
