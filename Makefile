@@ -36,7 +36,7 @@ test: install
 
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy paypilot ledger decisions dunning approvals integrations operations
+	$(VENV)/bin/mypy paypilot ledger decisions dunning approvals integrations reconciliation operations
 
 clean:
 	rm -rf $(VENV) db.sqlite3 db.sqlite3-* var

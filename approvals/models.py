@@ -63,9 +63,14 @@ class ApprovalRequest(models.Model):
 
     class Meta:
         permissions = [("approve_approvalrequest", "Can approve or reject drafts")]
+        # The console's orderings, each ending in id so a page window is read from the index
+        # alone: the queue of one status, and ?queue=all; per tenant and (platform admins)
+        # across tenants.
         indexes = [
-            models.Index(fields=["tenant", "status", "expires_at"], name="approval_tenant_status"),
-            models.Index(fields=["status", "expires_at"], name="approval_status_expiry"),
+            models.Index(fields=["tenant", "status", "expires_at", "id"], name="approval_tenant_queue"),
+            models.Index(fields=["status", "expires_at", "id"], name="approval_status_queue"),
+            models.Index(fields=["tenant", "expires_at", "id"], name="approval_tenant_expiry"),
+            models.Index(fields=["expires_at", "id"], name="approval_expiry"),
         ]
 
     def __str__(self) -> str:

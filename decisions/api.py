@@ -120,10 +120,17 @@ class DecideApi(APIView):
             clean = validation.decide_input(data)
         except BodyRefused as refused:
             raise _refuse(request, principal, refused) from None
+        try:
+            table = selectors.rule_table_active(tenant_id=principal.tenant.pk)
+        except DatabaseError:
+            # Without the tenant's table the answer could be the wrong one: refuse like a
+            # decision that cannot be recorded.
+            logger.exception("active rules table could not be read")
+            raise ApiError(503, "audit_unavailable", "the decision could not be recorded") from None
         decision = rules.decide(failure_code=clean.failure_code, attempt=clean.attempt,
                                 prior_failures=clean.prior_failures, card_brand=clean.card_brand,
                                 network_advice_code=clean.network_advice_code,
-                                network_decline_code=clean.network_decline_code)
+                                network_decline_code=clean.network_decline_code, table=table)
         try:
             record = services.decision_record(tenant=principal.tenant, invoice_ref=clean.invoice_id,
                                               decision=decision, source="api")

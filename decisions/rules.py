@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from decisions.network import NETWORK_RULES, NetworkVerdict, network_verdict
+from decisions.tables import ESCALATE_HIGH, RuleTable, TableRow
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_RULE = "default"
@@ -136,6 +137,16 @@ def _digest() -> str:
 # names the exact table it came from.
 RULES_VERSION: str = _digest()
 
+# The table every tenant uses until it activates a version of its own.
+BUILTIN_TABLE = RuleTable(
+    rows=MappingProxyType({
+        name: TableRow(action=rule.action, retry_in_days=rule.retry_in_days, offer=OFFERS[rule.action],
+                       escalate_at=ESCALATE_HIGH, max_attempts=None)
+        for name, rule in RULES.items()
+    }),
+    digest=RULES_VERSION,
+)
+
 
 @dataclass(frozen=True)
 class Strategy:
@@ -178,6 +189,7 @@ class Decision:
     card_brand: str = ""
     network_advice_code: str = ""
     network_decline_code: str = ""
+    rule_version_id: int | None = None  # the tenant's rule version; None: the built-in table
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form (datetimes as ISO 8601 UTC with milliseconds)."""
@@ -205,6 +217,7 @@ class Decision:
             },
             "impact": impact_dict(self.impact, self.likelihood),
             "rules_version": self.rules_version,
+            "rule_version_id": self.rule_version_id,
             "network_rules": list(self.network_rules),
         }
 
@@ -255,11 +268,13 @@ def rule_for(failure_code: str) -> tuple[Rule, bool]:
     return rule, True
 
 
-def _strategy(rule: Rule, *, escalate: bool) -> Strategy:
-    # High risk tightens the cadence (checked on load to be max(1, days - 1); 0 stays 0).
-    days = rule.retry_in_days_when_escalated if escalate else rule.retry_in_days
-    return Strategy(action=rule.action, retry_in_days=days, offer=OFFERS[rule.action],
-                    escalated=escalate, tone=rule.tone)
+def _strategy(rule: Rule, row: TableRow, *, escalate: bool) -> Strategy:
+    # Escalation tightens the cadence by the stated rule max(1, days - 1), 0 stays 0 (the
+    # built-in CSV's escalated column is checked on load to say the same).
+    days = row.retry_in_days
+    if escalate and days > 0:
+        days = max(1, days - 1)
+    return Strategy(action=row.action, retry_in_days=days, offer=row.offer, escalated=escalate, tone=rule.tone)
 
 
 def _schedule(*, failure_code: str, strategy: Strategy, provider_retry_at: datetime | None,
@@ -329,15 +344,25 @@ def decide(
     card_brand: str | None = None,
     network_advice_code: str | None = None,
     network_decline_code: str | None = None,
+    table: RuleTable | None = None,
 ) -> Decision:
-    """One decision from the table, then bent to the card networks' rules when the card brand
-    and the network's answer are known; pure apart from reading the clock when `now` is None."""
+    """One decision from `table` (the built-in table when None), then bent to the card
+    networks' rules when the card brand and the network's answer are known; pure apart from
+    reading the clock when `now` is None. Tone and likelihood always come from the built-in
+    row: a tenant version changes what we do, not how likely the money is to come back."""
     if attempt < 1 or prior_failures < 0:
         raise ValueError("attempt must be >= 1 and prior_failures >= 0")
     now = (now or datetime.now(UTC)).astimezone(UTC)
     rule, matched = rule_for(failure_code)
     risk = churn_risk(attempt=attempt, prior_failures=prior_failures)
-    strategy = _strategy(rule, escalate=risk == "high")
+    table = table or BUILTIN_TABLE
+    row = table.rows.get(rule.name) or BUILTIN_TABLE.rows[rule.name]
+    strategy = _strategy(rule, row, escalate=row.escalates(risk))
+    if row.max_attempts is not None and attempt >= row.max_attempts:
+        # The version's own attempt limit: this failure was the last attempt it allows.
+        strategy = Strategy(action=strategy.action, retry_in_days=0, offer=strategy.offer,
+                            escalated=strategy.escalated, tone=strategy.tone)
+        provider_retry_at = None
     likelihood = likelihood_for(rule, prior_failures)
     schedule = _schedule(failure_code=failure_code, strategy=strategy, provider_retry_at=provider_retry_at,
                          provider_retry_source=provider_retry_source, now=now)
@@ -354,10 +379,11 @@ def decide(
         strategy=strategy,
         schedule=schedule,
         impact=_impact(likelihood, amount_minor=amount_minor, mrr_minor=mrr_minor),
-        rules_version=RULES_VERSION,
+        rules_version=table.digest,
         likelihood=likelihood,
         network_rules=tuple(verdict.citations()),
         card_brand=(card_brand or "").strip().lower(),
         network_advice_code=(network_advice_code or "").strip(),
         network_decline_code=(network_decline_code or "").strip().upper(),
+        rule_version_id=table.version_id,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import OpenApiExample, inline_serializer
 from rest_framework import serializers
 
@@ -23,10 +25,12 @@ _IMPACT = inline_serializer("DecisionImpact", {
     "expected_recovered_minor": serializers.IntegerField(allow_null=True),
     "annual_value_at_risk_minor": serializers.IntegerField(allow_null=True),
 })
-_DECISION_FIELDS = {
+_DECISION_FIELDS: dict[str, Any] = {
     "invoice_id": serializers.CharField(), "rule_fired": serializers.CharField(), "matched": serializers.BooleanField(),
     "input": _INPUT, "churn_risk": serializers.ChoiceField(choices=["low", "medium", "high"]),
     "strategy": _STRATEGY, "schedule": _SCHEDULE, "impact": _IMPACT, "rules_version": serializers.CharField(),
+    "rule_version_id": serializers.IntegerField(allow_null=True,
+                                                help_text="the tenant rule version used; null: the built-in table"),
     "decided_at": serializers.CharField(), "tenant": serializers.CharField(),
 }
 DECISION = inline_serializer("Decision", {**_DECISION_FIELDS, "audit_id": serializers.IntegerField()})
@@ -66,7 +70,8 @@ _DECISION_EXAMPLE = {
                  "escalated": False},
     "schedule": {"retry_at": "2026-12-02T09:00:00.000Z", "source": "paypilot_suggestion"},
     "impact": {"recovery_likelihood": 0.7, "expected_recovered_minor": None, "annual_value_at_risk_minor": None},
-    "rules_version": "r-e0ac1bfb2f0b", "decided_at": "2026-12-01T09:00:00.000Z", "tenant": "acme",
+    "rules_version": "r-e0ac1bfb2f0b", "rule_version_id": None, "decided_at": "2026-12-01T09:00:00.000Z",
+    "tenant": "acme",
 }
 DECISION_RESPONSE_EXAMPLES = [
     OpenApiExample("decided", response_only=True, value={**_DECISION_EXAMPLE, "audit_id": 41}),

@@ -1,13 +1,19 @@
-"""Reads of the decisions app: a tenant's decisions for an invoice and the outcome counts."""
+"""Reads of the decisions app: a tenant's decisions for an invoice, the outcome counts and the
+rules table a tenant's decisions use now."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Max
 
-from decisions.models import DecisionOutcome, DecisionRecord
-from decisions.rules import iso_ms
+from decisions import versions
+from decisions.models import DecisionOutcome, DecisionRecord, RuleVersion
+from decisions.rules import BUILTIN_TABLE, iso_ms
+from decisions.tables import RuleTable, TableRow
 from paypilot.models import Tenant
 
 DECISIONS_PER_INVOICE = 50
@@ -42,6 +48,7 @@ def decision_as_dict(record: DecisionRecord, *, tenant_slug: str) -> dict[str, A
             "annual_value_at_risk_minor": record.annual_value_at_risk_minor,
         },
         "rules_version": record.rules_version,
+        "rule_version_id": record.rule_version_id,
         "network_rules": list(record.network_rules),
         "decided_at": iso_ms(record.decided_at),
         "tenant": tenant_slug,
@@ -96,3 +103,42 @@ def outcome_summary(*, tenant: Tenant) -> dict[str, int]:
         counts[latest.get(invoice_ref, UNKNOWN)] += 1
     reports = DecisionOutcome.objects.filter(tenant=tenant).aggregate(n=Count("pk"))["n"]
     return {**counts, "decided_invoices": len(decided), "reports": reports}
+
+
+# Per-process cache of each tenant's active table: tenant id -> (expires at, table). Activation
+# clears the entry in the process that activated; other processes see the new version within
+# PAYPILOT_RULES_CACHE_SECONDS. A frozen version never changes, so a cached table is never wrong
+# about the version it names, only (for that many seconds) about which version is active.
+_ACTIVE: dict[int, tuple[float, RuleTable]] = {}
+_ACTIVE_LOCK = threading.Lock()
+
+
+def rule_table_cache_clear(*, tenant_id: int | None = None) -> None:
+    with _ACTIVE_LOCK:
+        if tenant_id is None:
+            _ACTIVE.clear()
+        else:
+            _ACTIVE.pop(tenant_id, None)
+
+
+def rule_table_for_version(*, version: RuleVersion) -> RuleTable:
+    """The table a version stands for (a draft's current rows; raises versions.GuardRailError
+    when a row breaks a guard rail)."""
+    rows = [(r.failure_code, TableRow(action=r.action, retry_in_days=r.retry_in_days, offer=r.offer,
+                                      escalate_at=r.escalate_at, max_attempts=r.max_attempts))
+            for r in version.rows.all()]
+    return versions.table_build(rows=rows, version_id=version.pk, version_number=version.number)
+
+
+def rule_table_active(*, tenant_id: int) -> RuleTable:
+    """The table this tenant's decisions use: its active version, or the built-in table."""
+    now = time.monotonic()
+    cached = _ACTIVE.get(tenant_id)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    version = (RuleVersion.objects.filter(tenant_id=tenant_id, status=RuleVersion.Status.ACTIVE)
+               .prefetch_related("rows").first())
+    table = rule_table_for_version(version=version) if version is not None else BUILTIN_TABLE
+    with _ACTIVE_LOCK:
+        _ACTIVE[tenant_id] = (now + settings.PAYPILOT_RULES_CACHE_SECONDS, table)
+    return table

@@ -1,4 +1,5 @@
-"""Writes of the decisions app: the decision audit row, refusals and reported outcomes."""
+"""Writes of the decisions app: the decision audit row, refusals, reported outcomes and the
+tenant rule versions (create, edit, four-eyes activation and restore)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,20 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.db.models import DateTimeField, Field, JSONField
 
-from decisions.models import DecisionOutcome, DecisionRecord, DecisionRefusal
+from decisions import versions
+from decisions.models import (
+    DecisionOutcome,
+    DecisionRecord,
+    DecisionRefusal,
+    RuleVersion,
+    RuleVersionApproval,
+    RuleVersionRow,
+)
 from decisions.rules import Decision
+from decisions.selectors import rule_table_cache_clear
+from paypilot.admin_tenancy import admin_is_platform, admin_tenant_for
 from paypilot.models import Tenant
+from paypilot.services import audit_record
 
 _SOURCES = frozenset(DecisionRecord.Source.values)
 
@@ -94,6 +106,7 @@ def _record_values(*, tenant: Tenant, invoice_ref: str, decision: Decision, sour
         "network_advice_code": decision.network_advice_code[:16],
         "network_decline_code": decision.network_decline_code[:16],
         "network_rules": list(decision.network_rules),
+        "rule_version_id": decision.rule_version_id,
     }
 
 
@@ -165,3 +178,154 @@ def decision_outcome_report(*, tenant: Tenant, invoice_ref: str, outcome: str,
     except IntegrityError:
         return OutcomeResult(outcome=DecisionOutcome.objects.get(tenant=tenant, report_key=report_key),
                              created=False)
+
+
+# --- tenant rule versions ---------------------------------------------------------------------
+
+APPROVE_RULES_PERMISSION = "decisions.approve_ruleversion"
+APPROVALS_NEEDED = 2  # four eyes: two different people with approval rights
+
+# Reason codes of refused version steps.
+RULES_NOT_PERMITTED = "rules_approval_not_permitted"
+RULES_WRONG_TENANT = "rules_wrong_tenant"
+RULES_ALREADY_ACTIVE = "rules_version_already_active"
+RULES_ALREADY_APPROVED = "rules_approver_already_approved"
+RULES_FROZEN = "rules_version_frozen"
+
+
+class RuleVersionRefused(Exception):
+    """A version step that may not happen; `reason` is one of the codes above or a guard rail's."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ApprovalResult:
+    version: RuleVersion
+    approvals: int  # distinct approvers in this activation round so far
+    activated: bool  # this approval was the second one and the version is now active
+
+
+def _user_tenant_ok(user: Any, tenant: Tenant) -> bool:
+    if admin_is_platform(user):
+        return True
+    member = admin_tenant_for(user)
+    return member is not None and member.pk == tenant.pk
+
+
+def rule_version_create(*, tenant: Tenant, user_id: int | None, based_on: RuleVersion | None = None,
+                        note: str = "") -> RuleVersion:
+    """A new draft version for `tenant`, copied from `based_on` (same tenant) or the built-in
+    table, with its audit event in the same transaction."""
+    if based_on is not None and based_on.tenant_id != tenant.pk:
+        raise RuleVersionRefused(RULES_WRONG_TENANT, "a version can only be based on the same tenant's")
+    with transaction.atomic():
+        Tenant.objects.select_for_update().filter(pk=tenant.pk).first()  # numbers one at a time
+        last = RuleVersion.objects.filter(tenant=tenant).order_by("-number").values_list("number", flat=True).first()
+        version = RuleVersion.objects.create(tenant=tenant, number=(last or 0) + 1, note=note[:200],
+                                             created_by_id=user_id, edited_by_id=user_id, created_at=now_ms())
+        if based_on is not None:
+            source = [(r.failure_code, versions.TableRow(action=r.action, retry_in_days=r.retry_in_days,
+                                                         offer=r.offer, escalate_at=r.escalate_at,
+                                                         max_attempts=r.max_attempts))
+                      for r in based_on.rows.all()]
+        else:
+            source = list(versions.builtin_rows().items())
+        RuleVersionRow.objects.bulk_create([
+            RuleVersionRow(version=version, failure_code=code, action=row.action, retry_in_days=row.retry_in_days,
+                           max_attempts=row.max_attempts, offer=row.offer, escalate_at=row.escalate_at)
+            for code, row in source
+        ])
+        audit_record(event="decisions.rules.version_created", tenant=tenant, actor=_actor(user_id),
+                     detail={"version": version.pk, "previous_version": based_on.pk if based_on else None})
+    return version
+
+
+def rule_version_edited(*, version: RuleVersion, user_id: int | None) -> None:
+    """Record that `version`'s rows were edited (the admin saved them in this transaction).
+
+    Raises RuleVersionRefused when the version is no longer a draft: the caller's transaction
+    then rolls the edit back. The row lock orders this against a concurrent first approval,
+    which freezes the rows it reads under the same lock.
+    """
+    current = RuleVersion.objects.select_for_update().get(pk=version.pk)
+    if current.status != RuleVersion.Status.DRAFT:
+        raise RuleVersionRefused(RULES_FROZEN, "only a draft version can be edited")
+    RuleVersion.objects.filter(pk=version.pk).update(edited_by_id=user_id)
+    audit_record(event="decisions.rules.version_edited", tenant=version.tenant, actor=_actor(user_id),
+                 detail={"version": version.pk})
+
+
+def rule_version_approve(*, version: RuleVersion, user: Any) -> ApprovalResult:
+    """One approver's yes. The first approval of a draft freezes it (guard rails checked, digest
+    set); approving a retired version asks for it back (a rollback, in a fresh round). The second
+    different approver of the round activates it: the tenant's active version is retired, the
+    audit rows are written and the cached table is dropped once the transaction commits.
+
+    Raises RuleVersionRefused (no approval right, other tenant, already active, same person
+    twice, or a guard rail broken by a row).
+    """
+    if not user.has_perm(APPROVE_RULES_PERMISSION):
+        raise RuleVersionRefused(RULES_NOT_PERMITTED, "you may not approve rule versions")
+    with transaction.atomic():
+        version = RuleVersion.objects.select_for_update().select_related("tenant").get(pk=version.pk)
+        if not _user_tenant_ok(user, version.tenant):
+            raise RuleVersionRefused(RULES_WRONG_TENANT, "this version belongs to another tenant")
+        if version.status == RuleVersion.Status.ACTIVE:
+            raise RuleVersionRefused(RULES_ALREADY_ACTIVE, f"v{version.number} is already active")
+        if version.status == RuleVersion.Status.DRAFT:
+            try:
+                table = versions.table_build(rows=_rows_of(version), version_id=version.pk,
+                                             version_number=version.number)
+            except versions.GuardRailError as exc:
+                raise RuleVersionRefused(exc.reason, str(exc)) from exc
+            version.digest = table.digest
+        elif version.status == RuleVersion.Status.RETIRED:
+            version.approval_round += 1  # a restore: earlier approvals do not count again
+        version.status = RuleVersion.Status.PENDING
+        version.save(update_fields=["digest", "status", "approval_round"])
+        round_approvals = version.approvals.filter(approval_round=version.approval_round)
+        if round_approvals.filter(user_id=user.pk).exists():
+            raise RuleVersionRefused(RULES_ALREADY_APPROVED,
+                                     "you already approved this version: a second, different person must")
+        RuleVersionApproval.objects.create(version=version, approval_round=version.approval_round,
+                                           user_id=user.pk, digest=version.digest, approved_at=now_ms())
+        count = round_approvals.values("user_id").distinct().count()
+        audit_record(event="decisions.rules.approved", tenant=version.tenant, actor=_actor(user.pk),
+                     detail={"version": version.pk, "approvals": count, "rules_version": version.digest})
+        activated = count >= APPROVALS_NEEDED
+        if activated:
+            _activate(version, approvers=sorted(round_approvals.values_list("user_id", flat=True)),
+                      actor=_actor(user.pk))
+    return ApprovalResult(version=version, approvals=count, activated=activated)
+
+
+def _activate(version: RuleVersion, *, approvers: list[int], actor: str) -> None:
+    previous = (RuleVersion.objects.select_for_update()
+                .filter(tenant_id=version.tenant_id, status=RuleVersion.Status.ACTIVE).first())
+    if previous is not None:
+        previous.status = RuleVersion.Status.RETIRED
+        previous.save(update_fields=["status"])
+    version.status = RuleVersion.Status.ACTIVE
+    version.activated_at = now_ms()
+    version.save(update_fields=["status", "activated_at"])
+    audit_record(event="decisions.rules.activated", tenant=version.tenant, actor=actor,
+                 detail={"version": version.pk, "previous_version": previous.pk if previous else None,
+                         "rules_version": version.digest, "approvals": approvers})
+    # Dropped now for this transaction's own later reads, and again once committed, in case
+    # another thread re-read the old version in between.
+    tenant_id = version.tenant_id
+    rule_table_cache_clear(tenant_id=tenant_id)
+    transaction.on_commit(lambda: rule_table_cache_clear(tenant_id=tenant_id))
+
+
+def _rows_of(version: RuleVersion) -> list[tuple[str, versions.TableRow]]:
+    return [(r.failure_code, versions.TableRow(action=r.action, retry_in_days=r.retry_in_days, offer=r.offer,
+                                               escalate_at=r.escalate_at, max_attempts=r.max_attempts))
+            for r in version.rows.all()]
+
+
+def _actor(user_id: int | None) -> str:
+    return f"user:{user_id}" if user_id is not None else "system"

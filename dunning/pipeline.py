@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 
 from decisions.rules import FAILURE_CODES, Decision, churn_risk, decide, prior_failures_from_history
+from decisions.selectors import rule_table_active
 from dunning.catalogue import LocaleChoice, catalogue
 from dunning.guards import GuardVerdict, safe_field
 from dunning.retrieval import Passage, get_retriever
@@ -46,6 +47,10 @@ class RecoveryInput:
     provider_retry_at: datetime | None = None
     provider_retry_source: str = "provider"
     invoice_ref: str = ""  # names the decision row when one is stored
+    # The card network's answer (brand, advice and decline codes) when the provider passed it.
+    card_brand: str = ""
+    network_advice_code: str = ""
+    network_decline_code: str = ""
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,10 @@ def choose_strategy(state: RecoveryState) -> None:
         amount_minor=event.amount_minor, mrr_minor=state.customer.mrr_minor,
         provider_retry_at=event.provider_retry_at, provider_retry_source=event.provider_retry_source,
         now=state.now,
+        card_brand=event.card_brand or None, network_advice_code=event.network_advice_code or None,
+        network_decline_code=event.network_decline_code or None,
+        # The tenant's active rule version (cached per process), the built-in table without one.
+        table=rule_table_active(tenant_id=state.tenant.pk) if state.tenant is not None else None,
     )
 
 

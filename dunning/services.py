@@ -122,6 +122,10 @@ class DraftRequest:
     invoice: Invoice
     provider_retry_at: datetime | None = None
     provider_retry_source: str = "provider"
+    # The card network's answer as the provider passed it on ("" when it did not).
+    card_brand: str = ""
+    network_advice_code: str = ""
+    network_decline_code: str = ""
 
 
 def drafts_for_invoices(*, tenant: Tenant, requests: list[DraftRequest]) -> list[Draft]:
@@ -149,6 +153,9 @@ def drafts_for_invoices(*, tenant: Tenant, requests: list[DraftRequest]) -> list
             provider_retry_at=request.provider_retry_at,
             provider_retry_source=request.provider_retry_source,
             invoice_ref=invoice.external_invoice_id,
+            card_brand=request.card_brand,
+            network_advice_code=request.network_advice_code,
+            network_decline_code=request.network_decline_code,
         )
         state = RecoveryState(event=event, tenant=tenant, now=now, customer_record=customer, preloaded=True)
         run_pipeline(state)

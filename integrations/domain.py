@@ -29,6 +29,11 @@ class PaymentFailed:
     # When set, the provider retries by itself and no email is drafted (Recharge).
     suppressed_reason: str = ""
     occurred_at: datetime | None = None  # the provider's time of this failure
+    # The card network's own answer, when the provider passes it on (decisions applies the
+    # network's retry rules from them): "visa", "mastercard"... and the raw codes.
+    card_brand: str = ""
+    network_advice_code: str = ""
+    network_decline_code: str = ""
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,12 @@ class Customer(models.Model):
                 name="ledger_customer_mrr_not_negative",
             ),
         ]
+        # Admin search "starts with" (paypilot.admin_perf.Prefix), see Invoice.
+        indexes = [
+            models.Index(fields=["external_id"], name="ledger_cust_ext_prefix", opclasses=["varchar_pattern_ops"]),
+            models.Index(fields=["email"], name="ledger_cust_email_prefix", opclasses=["varchar_pattern_ops"]),
+            models.Index(fields=["name"], name="ledger_cust_name_prefix", opclasses=["varchar_pattern_ops"]),
+        ]
 
     def __str__(self) -> str:
         return f"customer {self.external_id}"
@@ -109,6 +115,17 @@ class Invoice(models.Model):
             models.Index(fields=["tenant", "state"]),
             models.Index(fields=["tenant", "subscription_id"]),
             models.Index(fields=["tenant", "failed_at"]),
+            # The invoice changelist's order for platform admins (all tenants); a tenant's
+            # staff are served by (tenant, failed_at).
+            models.Index(fields=["failed_at", "id"], name="ledger_inv_failed"),
+            # Admin search "starts with" (paypilot.admin_perf.Prefix): LIKE 'term%' on
+            # PostgreSQL needs the pattern operator class; SQLite gets a plain index.
+            models.Index(fields=["external_invoice_id"], name="ledger_inv_ext_prefix",
+                         opclasses=["varchar_pattern_ops"]),
+            models.Index(fields=["subscription_id"], name="ledger_inv_sub_prefix",
+                         opclasses=["varchar_pattern_ops"]),
+            models.Index(fields=["provider_customer_id"], name="ledger_inv_pcust_prefix",
+                         opclasses=["varchar_pattern_ops"]),
         ]
 
     def __str__(self) -> str:
@@ -220,3 +237,37 @@ class LedgerInconsistency(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.provider}:{self.external_invoice_id}"
+
+
+class ReportRollup(models.Model):
+    """The recovery report's only input: invoice counts and sums per (tenant, arm, currency,
+    cohort week, state, messaged, recovery delay bucket), kept exact by database triggers on
+    `ledger_invoice` (INSERT, UPDATE, DELETE; `ledger/rollup.py`), so every write path (the
+    services, bulk inserts, GDPR erasure, retention purge, a raw SQL repair) updates it in
+    the same transaction. Never written by Python except `report_rebuild`."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    arm = models.CharField(max_length=16)  # Invoice.Arm value
+    currency = models.CharField(max_length=3)
+    week = models.DateField()  # Monday (UTC) of the week of `Invoice.failed_at`: the cohort
+    state = models.CharField(max_length=16)  # Invoice.State value
+    messaged = models.BooleanField()  # `first_messaged_at` is set
+    # -1: not recovered. Otherwise hours from failure to payment (provider times), in 1-hour
+    # buckets below 72 h and whole-day buckets (lower bound in hours) from there; the last
+    # bucket, ROLLUP_DELAY_CAP_HOURS, holds every recovery at or after 366 days.
+    delay_hours = models.IntegerField()
+    invoices = models.BigIntegerField()
+    failed_minor = models.BigIntegerField()  # sum of amount_minor
+    recovered_minor = models.BigIntegerField()  # sum of recovered_minor (gross)
+    refunded_minor = models.BigIntegerField()  # sum of refunded_minor
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "arm", "currency", "week", "state", "messaged", "delay_hours"],
+                name="ledger_reportrollup_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} {self.arm} {self.currency} {self.week} {self.state} x{self.invoices}"

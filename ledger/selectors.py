@@ -1,244 +1,183 @@
-"""Ledger reads: the honest recovery report (three arms, baseline, withheld lift) and its sample.
+"""Ledger reads: the recovery report (from the rollup) and its public sample.
 
-`report_compute()` is pure over `ReportRow`s, so the real report (`report_build`) and the
-public sample (`report_sample`, a fixed invented cohort) share every line of arithmetic
-while the sample never touches the database.
+The arithmetic lives in `ledger/report.py` and is pure over rollup cells: the real report
+(`report_build`, cells read from the trigger-kept rollup table), the from-scratch
+recomputation (`report_recompute`, cells computed in Python from the invoice rows) and the
+public sample (`report_sample`, cells of a fixed invented cohort) all go through it.
 """
 
 from __future__ import annotations
 
 import random
-import statistics
-from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+from django.db.models import Case, CharField, F, Q, QuerySet, Sum, Value, When
 from django.utils import timezone
 
-from ledger.models import Invoice
-from ledger.money import currency_exponent, format_minor
+from ledger.holdout import holdout_in_force
+from ledger.models import Invoice, ReportRollup
+from ledger.report import (
+    ARM_HOLDOUT,
+    ARM_TREATED,
+    ARM_TREATMENT,
+    ARM_UNTOUCHED,
+    BASELINE_HOLDOUT,
+    BASELINE_NONE,
+    INTERVAL_METHOD,
+    ITT_ARMS,
+    LIFT_MIN_PER_ARM,
+    OUTCOME_LATER,
+    OUTCOME_OPEN,
+    OUTCOME_WITHIN,
+    REPORT_ARMS,
+    STATE_CHURNED,
+    STATE_EXHAUSTED,
+    STATE_RECOVERED,
+    STATE_VOIDED,
+    HoldoutInfo,
+    ReportAggregates,
+    ReportBounds,
+    report_aggregates_add,
+    report_bounds,
+    report_compute,
+    report_csv,
+    report_from_aggregates,
+)
+from ledger.rollup import rollup_cells_recompute
 from paypilot.models import Tenant
 
-ARM_HOLDOUT = "holdout"  # randomly withheld from dunning
-ARM_TREATED = "treated"  # treatment arm with at least one real send
-ARM_UNTOUCHED = "untouched"  # treatment arm never really sent to (dry run, suppressed, pending)
-REPORT_ARMS = (ARM_HOLDOUT, ARM_TREATED, ARM_UNTOUCHED)
+__all__ = [
+    "ARM_HOLDOUT", "ARM_TREATED", "ARM_TREATMENT", "ARM_UNTOUCHED", "BASELINE_HOLDOUT", "BASELINE_NONE",
+    "INTERVAL_METHOD", "ITT_ARMS", "LIFT_MIN_PER_ARM", "REPORT_ARMS", "report_build", "report_csv",
+    "report_recompute", "report_sample", "report_sample_invoices",
+]
 
-BASELINE_HOLDOUT = "randomised_holdout"  # a randomised control exists: lift is causal
-BASELINE_UNTOUCHED = "observational_untouched"  # only unsent invoices to compare: not causal
-BASELINE_NONE = "none"  # nothing to compare against
-
-# Below this many invoices in either compared arm a rate difference is noise, so the lift
-# is withheld (null) with a note rather than printed as a confident percentage.
-LIFT_MIN_PER_ARM = 30
+# What a from-scratch recomputation reads from each invoice.
+INVOICE_REPORT_FIELDS = ("arm", "currency", "state", "failed_at", "first_messaged_at", "recovered_at",
+                         "amount_minor", "recovered_minor", "refunded_minor")
 
 
-@dataclass(frozen=True)
-class ReportRow:
-    """What the report needs from one invoice: no ids, names or emails."""
-
-    arm: str  # Invoice.Arm value
-    state: str  # Invoice.State value
-    messaged: bool  # at least one real send
-    amount_minor: int
-    recovered_minor: int
-    currency: str
-    failed_at: datetime
-    recovered_at: datetime | None
+def report_window_days() -> int:
+    return int(settings.PAYPILOT_REPORT_WINDOW_DAYS)
 
 
-def report_arm_of(row: ReportRow) -> str:
-    if row.arm == Invoice.Arm.HOLDOUT:
-        return ARM_HOLDOUT
-    return ARM_TREATED if row.messaged else ARM_UNTOUCHED
+def report_holdout_info(*, tenant: Tenant, now: datetime) -> HoldoutInfo:
+    pct, source = holdout_in_force(tenant=tenant, at=now)
+    start = tenant.holdout_start if source == "tenant" else None
+    return HoldoutInfo(pct=pct, start=start, source=source)
 
 
-def _rate(numerator: int, denominator: int) -> float | None:
-    return round(numerator / denominator, 4) if denominator else None
+_SUMS = {"n": Sum("invoices"), "failed": Sum("failed_minor"), "gross": Sum("recovered_minor"),
+         "refunded": Sum("refunded_minor")}
 
 
-def _week_start(moment: datetime) -> date:
-    day = moment.astimezone(UTC).date()
-    return day - timedelta(days=day.weekday())
+def _sums(row: dict[str, Any]) -> list[int]:
+    # int(): PostgreSQL's SUM(bigint) is numeric, which would reach the JSON as a Decimal.
+    return [int(row["n"]), int(row["failed"]), int(row["gross"]), int(row["refunded"])]
 
 
-def _amounts(failed: dict[str, int], recovered: dict[str, int]) -> dict[str, dict[str, Any]]:
-    """Per-currency sums in minor units plus display strings; never summed across currencies."""
-    out: dict[str, dict[str, Any]] = {}
-    for code in sorted(set(failed) | set(recovered)):
-        out[code] = {
-            "exponent": currency_exponent(code),
-            "failed_minor": failed.get(code, 0),
-            "recovered_minor": recovered.get(code, 0),
-            "failed": format_minor(failed.get(code, 0), code),
-            "recovered": format_minor(recovered.get(code, 0), code),
-        }
-    return out
-
-
-class _Tally:
-    def __init__(self) -> None:
-        self.count = 0
-        self.states: dict[str, int] = defaultdict(int)
-        self.hours: list[float] = []
-        self.failed: dict[str, int] = defaultdict(int)
-        self.recovered: dict[str, int] = defaultdict(int)
-
-    def add(self, row: ReportRow) -> None:
-        self.count += 1
-        self.states[row.state] += 1
-        self.failed[row.currency] += row.amount_minor
-        if row.state == Invoice.State.RECOVERED:
-            self.recovered[row.currency] += row.recovered_minor
-            if row.recovered_at is not None:
-                self.hours.append((row.recovered_at - row.failed_at).total_seconds() / 3600)
-
-    def as_dict(self) -> dict[str, Any]:
-        recovered = self.states[Invoice.State.RECOVERED]
-        return {
-            "count": self.count,
-            "recovered": recovered,
-            "churned": self.states[Invoice.State.CHURNED],
-            "exhausted": self.states[Invoice.State.EXHAUSTED],
-            "open": sum(self.states[s] for s in Invoice.OPEN_STATES),
-            "recovery_rate": _rate(recovered, self.count),
-            "median_hours_to_recovery": round(statistics.median(self.hours), 1) if self.hours else None,
-            "amounts": _amounts(self.failed, self.recovered),
-        }
-
-
-def _attribution(arms: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    treated = arms[ARM_TREATED]
-    if arms[ARM_HOLDOUT]["count"]:
-        kind, baseline = BASELINE_HOLDOUT, arms[ARM_HOLDOUT]
-    elif arms[ARM_UNTOUCHED]["count"]:
-        kind, baseline = BASELINE_UNTOUCHED, arms[ARM_UNTOUCHED]
-    else:
-        kind, baseline = BASELINE_NONE, None
-    result: dict[str, Any] = {
-        "baseline": kind,
-        "treated_count": treated["count"],
-        "baseline_count": baseline["count"] if baseline else 0,
-        "min_per_arm": LIFT_MIN_PER_ARM,
-        "lift_pp": None,
-    }
-    if baseline is None:
-        result["note"] = (
-            "Lift withheld: there is no comparison arm (no holdout and no untouched invoices), "
-            "so recoveries cannot be attributed to PayPilot. Set PAYPILOT_HOLDOUT_PCT to run "
-            "a randomised holdout."
-        )
-        return result
-    if treated["count"] < LIFT_MIN_PER_ARM or baseline["count"] < LIFT_MIN_PER_ARM:
-        result["note"] = (
-            f"Lift withheld: both the treated arm and the baseline arm need at least "
-            f"{LIFT_MIN_PER_ARM} invoices (treated {treated['count']}, baseline "
-            f"{baseline['count']}); a rate difference on fewer is noise, not a result."
-        )
-        return result
-    lift = (treated["recovery_rate"] - baseline["recovery_rate"]) * 100
-    result["lift_pp"] = round(lift, 1)
-    if kind == BASELINE_HOLDOUT:
-        result["note"] = (
-            "Treated recovery rate minus the randomised holdout's, in percentage points."
-        )
-    else:
-        result["note"] = (
-            "Observational: untouched invoices were not chosen at random (dry runs, suppressed "
-            "sends), so this difference is a comparison, not a measured effect."
-        )
-    return result
-
-
-def report_compute(rows: Iterable[ReportRow], *, sample: bool = False,
-                   now: datetime | None = None) -> dict[str, Any]:
-    """The report as a JSON-ready dict (see docs/ledger.md for its shape)."""
-    tallies = {arm: _Tally() for arm in REPORT_ARMS}
-    total = _Tally()
-    weekly_failed: dict[date, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    weekly_recovered: dict[date, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for row in rows:
-        tallies[report_arm_of(row)].add(row)
-        total.add(row)
-        weekly_failed[_week_start(row.failed_at)][row.currency] += row.amount_minor
-        if row.state == Invoice.State.RECOVERED and row.recovered_at is not None:
-            weekly_recovered[_week_start(row.recovered_at)][row.currency] += row.recovered_minor
-    arms = {arm: tally.as_dict() for arm, tally in tallies.items()}
-    weeks = sorted(set(weekly_failed) | set(weekly_recovered))
-    return {
-        "sample": sample,
-        "generated_at": (now or timezone.now()).isoformat(),
-        "arms": arms,
-        "totals": total.as_dict(),
-        "attribution": _attribution(arms),
-        "weekly": [
-            {"week": week.isoformat(),
-             "amounts": _amounts(weekly_failed.get(week, {}), weekly_recovered.get(week, {}))}
-            for week in weeks
-        ],
-    }
-
-
-def report_rows_for(*, tenant: Tenant) -> Iterable[ReportRow]:
-    fields = ("arm", "state", "first_messaged_at", "amount_minor", "recovered_minor",
-              "currency", "failed_at", "recovered_at")
-    for arm, state, messaged_at, amount, recovered, currency, failed_at, recovered_at in (
-        Invoice.objects.filter(tenant=tenant).values_list(*fields).iterator(chunk_size=2000)
-    ):
-        yield ReportRow(arm=arm, state=state, messaged=messaged_at is not None,
-                        amount_minor=amount, recovered_minor=recovered, currency=currency,
-                        failed_at=failed_at, recovered_at=recovered_at)
+def report_aggregates(*, tenant: Tenant, bounds: ReportBounds) -> ReportAggregates:
+    """`report_aggregate_cells` done by the database over the tenant's rollup rows: two
+    GROUP BY queries returning a few hundred rows, so the Python work stays flat."""
+    rows: QuerySet[ReportRollup] = ReportRollup.objects.filter(tenant=tenant, invoices__gt=0)
+    outcome = Case(
+        When(state=STATE_RECOVERED, delay_hours__lt=bounds.window_hours, then=Value(OUTCOME_WITHIN)),
+        When(state=STATE_RECOVERED, then=Value(OUTCOME_LATER)),
+        When(state__in=[STATE_CHURNED, STATE_EXHAUSTED, STATE_VOIDED], then=F("state")),
+        default=Value(OUTCOME_OPEN), output_field=CharField(),
+    )
+    agg = ReportAggregates()
+    by_week = rows.annotate(outcome=outcome).values("week", "arm", "messaged", "outcome", "currency")
+    for row in by_week.annotate(**_SUMS).order_by():
+        report_aggregates_add(agg, bounds=bounds, week=row["week"], arm=row["arm"], messaged=row["messaged"],
+                              outcome=row["outcome"], currency=row["currency"], sums=_sums(row))
+    mature = Q(state=STATE_RECOVERED, delay_hours__lt=bounds.window_hours, week__lte=bounds.last_mature_week)
+    if bounds.first_experiment_week is not None:
+        mature &= Q(week__gte=bounds.first_experiment_week)
+    for row in rows.filter(mature).values("arm", "messaged", "delay_hours").annotate(n=Sum("invoices")).order_by():
+        agg.delays[(row["arm"], row["messaged"], row["delay_hours"])] = int(row["n"])
+    return agg
 
 
 def report_build(*, tenant: Tenant, now: datetime | None = None) -> dict[str, Any]:
-    """The real report for one tenant."""
-    report = report_compute(report_rows_for(tenant=tenant), now=now)
+    """The real report for one tenant: the database sums the tenant's rollup rows, Python
+    shapes a few hundred aggregates (flat in the ledger's size)."""
+    now = now or timezone.now()
+    window_days = report_window_days()
+    holdout = report_holdout_info(tenant=tenant, now=now)
+    bounds = report_bounds(now=now, window_days=window_days, holdout=holdout)
+    report = report_from_aggregates(report_aggregates(tenant=tenant, bounds=bounds), now=now,
+                                    window_days=window_days, holdout=holdout)
+    report["tenant"] = tenant.slug
+    return report
+
+
+def report_recompute(*, tenant: Tenant, now: datetime | None = None) -> dict[str, Any]:
+    """The same report recomputed from scratch from every invoice row, in Python (slow:
+    for tests and for checking the rollup, never for a page)."""
+    now = now or timezone.now()
+    rows = list(Invoice.objects.filter(tenant=tenant).values(*INVOICE_REPORT_FIELDS).iterator(chunk_size=5000))
+    report = report_compute(rollup_cells_recompute(rows), now=now, window_days=report_window_days(),
+                            holdout=report_holdout_info(tenant=tenant, now=now))
     report["tenant"] = tenant.slug
     return report
 
 
 # --- the public sample: a fixed, invented cohort ----------------------------------------------
 
-SAMPLE_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday
+SAMPLE_START = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday
+SAMPLE_NOW = datetime(2026, 4, 6, 9, 0, tzinfo=UTC)  # the last three weeks are still maturing
+SAMPLE_WEEKS = 12
 SAMPLE_SEED = 20260105
-# (report arm, invoices, recovery probability): invented numbers, chosen to look like a
-# plausible cohort; they are not measurements of anything.
-SAMPLE_COHORT = ((ARM_HOLDOUT, 40, 0.30), (ARM_TREATED, 72, 0.55), (ARM_UNTOUCHED, 12, 0.25))
+SAMPLE_HOLDOUT = HoldoutInfo(pct=30, start=date(2026, 1, 5), source="tenant")
+# Invented probabilities, chosen to look like a plausible cohort; not measurements of
+# anything. Per arm: (share paying on its own before any send, share recovering after a send
+# or on the provider's retries later). The treatment arm's emails add the difference.
+SAMPLE_INVOICES_PER_WEEK = 200  # enough for a lift per weekly cohort
+SAMPLE_SELF_CURE = 0.22
+SAMPLE_LATER = {ARM_HOLDOUT: 0.12, ARM_TREATMENT: 0.27}
 SAMPLE_CURRENCIES = (("USD", (2900, 4900, 14900, 29900)), ("EUR", (1900, 9900)), ("JPY", (3000, 12000)))
 
 
-def report_sample_rows() -> list[ReportRow]:
+def report_sample_invoices() -> list[dict[str, Any]]:
+    """The invented invoices, shaped like `Invoice.objects.values(*INVOICE_REPORT_FIELDS)`."""
     rng = random.Random(SAMPLE_SEED)  # seeded: the same cohort on every request and restart
-    rows: list[ReportRow] = []
-    for arm, count, p_recover in SAMPLE_COHORT:
-        for _ in range(count):
-            currency, amounts = rng.choice(SAMPLE_CURRENCIES)
-            amount = rng.choice(amounts)
-            failed_at = SAMPLE_START + timedelta(hours=rng.randrange(0, 24 * 7 * 8))
-            roll = rng.random()
-            if roll < p_recover:
-                state = Invoice.State.RECOVERED
+    rows: list[dict[str, Any]] = []
+    for i in range(SAMPLE_WEEKS * SAMPLE_INVOICES_PER_WEEK):
+        arm = ARM_HOLDOUT if rng.random() < SAMPLE_HOLDOUT.pct / 100 else ARM_TREATMENT
+        currency, amounts = rng.choice(SAMPLE_CURRENCIES)
+        amount = rng.choice(amounts)
+        failed_at = SAMPLE_START + timedelta(days=7 * (i // SAMPLE_INVOICES_PER_WEEK),
+                                             hours=rng.randrange(0, 24 * 7))
+        roll = rng.random()
+        messaged_at = None
+        if roll < SAMPLE_SELF_CURE:  # paid on the provider's own retry, before any send
+            state, recovered_at = "recovered", failed_at + timedelta(hours=rng.randrange(1, 30))
+        else:
+            if arm == ARM_TREATMENT and rng.random() < 0.9:  # approved and sent the next day
+                messaged_at = failed_at + timedelta(hours=30)
+            if roll < SAMPLE_SELF_CURE + SAMPLE_LATER[arm]:
+                state, recovered_at = "recovered", failed_at + timedelta(hours=rng.randrange(31, 24 * 21))
             else:
-                state = rng.choice([Invoice.State.CHURNED, Invoice.State.EXHAUSTED,
-                                    Invoice.State.FAILED])
-            if state == Invoice.State.FAILED and arm == ARM_TREATED:
-                state = Invoice.State.MESSAGED
-            recovered_at = (failed_at + timedelta(hours=rng.randrange(2, 24 * 14))
-                            if state == Invoice.State.RECOVERED else None)
-            rows.append(ReportRow(
-                arm=Invoice.Arm.HOLDOUT if arm == ARM_HOLDOUT else Invoice.Arm.TREATMENT,
-                state=state, messaged=arm == ARM_TREATED, amount_minor=amount,
-                recovered_minor=amount if recovered_at else 0, currency=currency,
-                failed_at=failed_at, recovered_at=recovered_at,
-            ))
+                state, recovered_at = rng.choice(["churned", "exhausted", "failed", "failed"]), None
+        if recovered_at is not None and recovered_at > SAMPLE_NOW:
+            state, recovered_at = "failed", None  # not paid yet on the sample's "today"
+        if state == "failed" and messaged_at is not None:
+            state = "messaged"
+        recovered_minor = amount if state == "recovered" else 0
+        rows.append({"arm": arm, "currency": currency, "state": state, "failed_at": failed_at,
+                     "first_messaged_at": messaged_at, "recovered_at": recovered_at, "amount_minor": amount,
+                     "recovered_minor": recovered_minor,
+                     "refunded_minor": recovered_minor if rng.random() < 0.03 else 0})
     return rows
 
 
 def report_sample() -> dict[str, Any]:
     """The sample report: invented data, labelled as such; never reads the ledger."""
-    report = report_compute(report_sample_rows(), sample=True, now=datetime(2026, 3, 9, tzinfo=UTC))
+    report = report_compute(rollup_cells_recompute(report_sample_invoices()), now=SAMPLE_NOW,
+                            window_days=30, holdout=SAMPLE_HOLDOUT, sample=True)
     report["tenant"] = None
     report["label"] = "Sample data: an invented cohort, not any tenant's ledger."
     return report

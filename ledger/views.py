@@ -9,7 +9,15 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ledger.charts import report_charts
-from ledger.selectors import REPORT_ARMS, report_sample
+from ledger.report import REPORT_ARMS, report_csv
+from ledger.selectors import report_sample
+
+ARM_LABELS = {
+    "holdout": "holdout (randomised, never messaged)",
+    "treatment": "treatment (randomised; the lift's arm)",
+    "treated": "  of which messaged (secondary)",
+    "untouched": "  of which never messaged (secondary)",
+}
 
 
 def _pct(rate: float | None) -> str | None:
@@ -17,7 +25,7 @@ def _pct(rate: float | None) -> str | None:
 
 
 def report_context(report: dict[str, Any]) -> dict[str, Any]:
-    arms = [(name, {**report["arms"][name], "rate_pct": _pct(report["arms"][name]["recovery_rate"])})
+    arms = [(ARM_LABELS[name], {**report["arms"][name], "rate_pct": _pct(report["arms"][name]["recovery_rate"])})
             for name in REPORT_ARMS]
     return {
         "report": report,
@@ -27,10 +35,19 @@ def report_context(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def report_csv_response(report: dict[str, Any], *, filename: str) -> HttpResponse:
+    response = HttpResponse(report_csv(report), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
 @require_GET
 def report_sample_view(request: HttpRequest) -> HttpResponse:
-    """Public: a fixed invented cohort, labelled as sample data. `?format=json` for JSON."""
+    """Public: a fixed invented cohort, labelled as sample data. `?format=json|csv`."""
     report = report_sample()
-    if request.GET.get("format") == "json":
+    wanted = request.GET.get("format")
+    if wanted == "json":
         return JsonResponse(report)
+    if wanted == "csv":
+        return report_csv_response(report, filename="recovery-report-sample.csv")
     return render(request, "ledger/report_sample.html", report_context(report))

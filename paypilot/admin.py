@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from paypilot.admin_login import LockoutAdminAuthenticationForm
+from paypilot.admin_perf import input_filter
 from paypilot.admin_tenancy import TenantScopedAdminMixin, TenantScopedReadOnlyAdmin, admin_is_platform
 from paypilot.models import ApiToken, AuditEvent, Tenant
 
@@ -51,6 +52,8 @@ class AuditEventAdmin(TenantScopedReadOnlyAdmin):
     """Tenant staff see their tenant's events; platform events (no tenant) only platform admins."""
 
     list_display = ["created_at", "event", "tenant", "actor"]
-    list_filter = ["event", "tenant"]
+    # A text box for the dotted event name (e.g. approvals.draft.approved): no DISTINCT.
+    list_filter = [input_filter(title="event", parameter="event", lookup="event"), "tenant"]
     list_select_related = ["tenant"]
-    search_fields = ["event", "actor"]
+    search_fields = ["event__prefix", "actor__prefix"]
+    search_help_text = "Search matches the start (case-sensitive) of the event name or the actor."

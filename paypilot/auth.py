@@ -35,6 +35,7 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "metrics.read": frozenset({Role.TENANT_ADMIN}),
     "drafts.approve": frozenset({Role.APPROVER, Role.TENANT_ADMIN}),
     "tokens.read": frozenset({Role.TENANT_ADMIN}),
+    "recon.read": _ALL,  # the payments review: viewer and up
 }
 
 

@@ -15,6 +15,11 @@ class Tenant(models.Model):
     name = models.CharField(max_length=200)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The tenant's randomised holdout (ledger/holdout.py): null pct = PAYPILOT_HOLDOUT_PCT.
+    # New invoices failing (provider time) on or after holdout_start get holdout_pct; set only through
+    # ledger.services.tenant_holdout_set (audited).
+    holdout_pct = models.PositiveSmallIntegerField(null=True, blank=True)
+    holdout_start = models.DateField(null=True, blank=True)
 
     def __str__(self) -> str:
         return self.slug

@@ -49,6 +49,11 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         # ledger inputs (issue 12): refunds, inconsistencies, provider-time corrections
         "refunded_minor", "recovered_minor", "expected_currency", "received_currency",
         "inconsistency", "state", "failed_at_from", "failed_at_to",
+        # reconciliation: files, runs, breaks, digests
+        "recon_file", "recon_run", "recon_break", "sha256", "input_digest", "as_of", "version",
+        # tenant rule versions (issue 15)
+        "previous_version",
+        "holdout_from", "holdout_to",  # a tenant's holdout {pct, start} before and after a change
     }
 )
 

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "dunning",
     "approvals",
     "integrations",
+    "reconciliation",  # three-way reconciliation; depends on the core only
     "operations",  # GDPR export/erase, retention: below every app, reads them all
 ]
 
@@ -128,7 +129,11 @@ Q_CLUSTER: dict[str, object] = {
     "timeout": Q_TIMEOUT,
     "retry": Q_TIMEOUT + 30,  # must exceed timeout or a slow task runs twice at once
     "max_attempts": env.int("PAYPILOT_Q_MAX_ATTEMPTS", default=5),
-    "save_limit": 1000,
+    # Successful task results kept in django_q_task. django-q2 prunes above a positive limit
+    # by locking every kept success row (SELECT ... FOR UPDATE) after each task, which is
+    # most of a drain's cost on PostgreSQL (docs/benchmarks.md); 0 keeps every success, -1
+    # none (failures are always kept).
+    "save_limit": env.int("PAYPILOT_Q_SAVE_LIMIT", default=1000),
     "catch_up": False,
     "label": "Tasks",
     "bulk": env.int("PAYPILOT_Q_BULK", default=50),  # tasks per broker read
@@ -154,6 +159,9 @@ Q_CLUSTER["cache"] = "workers"
 # /health says "stale" once a due task has waited this long with a cluster running; with
 # PAYPILOT_HEALTH_REQUIRE_WORKERS on, /health answers 503 unless the workers are "ok".
 PAYPILOT_WORKERS_STALE_SECONDS = env.int("PAYPILOT_WORKERS_STALE_SECONDS", default=60)
+# Seconds a process keeps a tenant's active rules table before reading it again; activation
+# clears it at once in the activating process, others follow within this many seconds.
+PAYPILOT_RULES_CACHE_SECONDS = env.int("PAYPILOT_RULES_CACHE_SECONDS", default=10)
 PAYPILOT_HEALTH_REQUIRE_WORKERS = env.bool("PAYPILOT_HEALTH_REQUIRE_WORKERS", default=False)
 if int(Q_CLUSTER["retry"]) <= int(Q_CLUSTER["timeout"]):  # type: ignore[call-overload]
     raise ImproperlyConfigured("Q_CLUSTER retry must be greater than timeout")
@@ -292,6 +300,9 @@ PAYPILOT_PII_SALT = env.str("PAYPILOT_PII_SALT", default="")
 # Ledger
 PAYPILOT_HOLDOUT_PCT = max(0, min(100, env.int("PAYPILOT_HOLDOUT_PCT", default=0)))
 PAYPILOT_HOLDOUT_SEED = env.str("PAYPILOT_HOLDOUT_SEED", default="paypilot")
+PAYPILOT_REPORT_WINDOW_DAYS = env.int("PAYPILOT_REPORT_WINDOW_DAYS", default=30)
+if not 1 <= PAYPILOT_REPORT_WINDOW_DAYS <= 365:  # the rollup's delay buckets end at 366 days
+    raise ImproperlyConfigured("PAYPILOT_REPORT_WINDOW_DAYS must be between 1 and 365")
 
 # Dunning
 PAYPILOT_LLM_DRAFT = env.bool("PAYPILOT_LLM_DRAFT", default=False)
@@ -337,3 +348,7 @@ ANYMAIL = env.dict("ANYMAIL", default={})
 # Operations
 PAYPILOT_RETENTION_MONTHS = env.int("PAYPILOT_RETENTION_MONTHS", default=12)
 PAYPILOT_WEBHOOK_BODY_DAYS = env.int("PAYPILOT_WEBHOOK_BODY_DAYS", default=30)
+
+# Reconciliation (docs/reconciliation.md)
+PAYPILOT_RECON_MAX_FILE_BYTES = env.int("PAYPILOT_RECON_MAX_FILE_BYTES", default=20 * 1024 * 1024)
+PAYPILOT_RECON_DATE_WINDOW_DAYS = env.int("PAYPILOT_RECON_DATE_WINDOW_DAYS", default=3)

@@ -22,6 +22,7 @@ urlpatterns = [
     path("", include("dunning.urls")),
     path("", include("approvals.urls")),
     path("", include("integrations.urls")),
+    path("", include("reconciliation.urls")),
 ]
 
 # JSON for Django's own 400 and 500 (a database outage is a 503 with Retry-After).

@@ -31,8 +31,13 @@ from approvals.services import (
     approval_edit,
     approval_reject,
 )
+from decisions.rules import CHURN_RISKS, RULES
+from dunning.catalogue import catalogue
+from dunning.models import Draft
+from ledger.models import Customer, Invoice
 from ledger.money import format_minor
-from paypilot.admin_tenancy import TenantScopedAdminMixin
+from paypilot.admin_perf import choices_filter, pairs
+from paypilot.admin_tenancy import TenantScopedAdminMixin, admin_scope_queryset
 
 Status = ApprovalRequest.Status
 
@@ -82,26 +87,25 @@ class DeliveryUnknownFilter(admin.SimpleListFilter):
         return queryset.filter(send__status="unknown") if self.value() == "unknown" else queryset
 
 
-def _values_filter(title: str, parameter: str, lookup: str) -> type[admin.SimpleListFilter]:
-    """A filter whose choices come from the user's own (tenant-scoped) requests, so it never
-    lists values seen only in another tenant."""
+def _locales() -> list[tuple[str, str]]:
+    return pairs(catalogue().available_locales())
 
-    class ValuesFilter(admin.SimpleListFilter):
-        def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-            values = (
-                model_admin.get_queryset(request).exclude(**{f"{lookup}__isnull": True})
-                .values_list(lookup, flat=True).distinct().order_by(lookup)
-            )
-            return [(v, v or "-") for v in values[:50]]
 
-        def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
-            value = self.value()
-            return queryset.filter(**{lookup: value}) if value is not None else queryset
+# Fixed tables, never the rows: four DISTINCT queries over every request cost 1.7 s (SQLite)
+# and 2.7 s (PostgreSQL) per view at 900,000 requests (docs/benchmarks.md).
+SourceFilter = choices_filter(title="template or LLM", parameter="source", lookup="draft__source",
+                              choices=lambda: Draft.Source.choices)
+RiskFilter = choices_filter(title="risk", parameter="risk", lookup="draft__decision__churn_risk",
+                            choices=lambda: pairs(CHURN_RISKS))
+RuleFilter = choices_filter(title="rule fired", parameter="rule", lookup="draft__decision__rule_fired",
+                            choices=lambda: pairs(sorted(RULES)))
+LocaleFilter = choices_filter(title="locale", parameter="locale", lookup="draft__locale", choices=_locales)
 
-    ValuesFilter.title = title
-    ValuesFilter.parameter_name = parameter
-    ValuesFilter.__name__ = f"{parameter.title()}Filter"
-    return ValuesFilter
+# How many invoices (and customers) one search may name: a prefix such as "in_" matches
+# nearly everything, and the console then shows the requests of the first ones found.
+SEARCH_MATCH_LIMIT = 1000
+SEARCH_HELP = ("Search matches the start (case-sensitive) of an invoice id, a customer id, "
+               "a customer email or a customer name.")
 
 
 class EditForm(forms.Form):
@@ -118,20 +122,18 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
     list_display_links = ["id", "subject"]
     list_select_related = ["tenant", "invoice__customer", "draft__decision"]
     list_filter = [
-        QueueFilter,
-        _values_filter("template or LLM", "source", "draft__source"),
-        _values_filter("risk", "risk", "draft__decision__churn_risk"),
-        _values_filter("rule fired", "rule", "draft__decision__rule_fired"),
-        _values_filter("locale", "locale", "draft__locale"),
-        "high_value",
-        DeliveryUnknownFilter,
+        QueueFilter, SourceFilter, RiskFilter, RuleFilter, LocaleFilter, "high_value", DeliveryUnknownFilter,
         "tenant",
     ]
-    search_fields = [
-        "invoice__external_invoice_id", "invoice__customer__external_id",
-        "invoice__customer__name", "invoice__customer__email", "subject",
-    ]
+    # Answered by `get_search_results` over indexed prefixes (the names only make the admin
+    # draw the search box; SEARCH_HELP says what is matched).
+    search_fields = ["invoice__external_invoice_id", "invoice__customer__external_id",
+                     "invoice__customer__email", "invoice__customer__name"]
+    search_help_text = SEARCH_HELP
+    # Served by the indexes (tenant, status, expires_at, id) and (tenant, expires_at, id);
+    # the other columns sort nothing (a sort by customer name is a sort of every request).
     ordering = ["expires_at", "id"]
+    sortable_by = ["expires_at"]
     list_per_page = 50
     actions = ["approve_selected", "reject_selected"]
     change_list_template = "admin/approvals/approvalrequest/change_list.html"
@@ -167,6 +169,29 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
     def source_col(self, obj: ApprovalRequest) -> str:
         source = "LLM" if obj.draft.source == "llm" else "template"
         return f"{source} (guard swapped)" if obj.draft.fallback_used else source
+
+    # --- search --------------------------------------------------------------------------
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet[Any],
+                           search_term: str) -> tuple[QuerySet[Any], bool]:
+        """Requests of the invoices whose id, or whose customer's id, email or name, starts
+        with the term. Each is an index range (`prefix`); the matching invoice ids are read
+        first (at most SEARCH_MATCH_LIMIT), so the queue query itself filters on a list."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        user = request.user
+        invoices = admin_scope_queryset(Invoice.objects.all(), user=user)
+        customers = admin_scope_queryset(Customer.objects.all(), user=user)
+        matched = set(invoices.filter(external_invoice_id__prefix=term)
+                      .values_list("pk", flat=True)[:SEARCH_MATCH_LIMIT])
+        customer_ids: set[int] = set()
+        for field in ("external_id", "email", "name"):
+            customer_ids.update(customers.filter(**{f"{field}__prefix": term})
+                                .values_list("pk", flat=True)[:SEARCH_MATCH_LIMIT])
+        if customer_ids:
+            matched.update(invoices.filter(customer_id__in=sorted(customer_ids)[:SEARCH_MATCH_LIMIT])
+                           .values_list("pk", flat=True)[:SEARCH_MATCH_LIMIT])
+        return queryset.filter(invoice_id__in=sorted(matched)), False
 
     # --- permissions -------------------------------------------------------------------------
     def has_approve_permission(self, request: HttpRequest) -> bool:

@@ -8,10 +8,11 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from approvals.models import AdminMembership
+from paypilot.admin_perf import FastChangelistMixin
 
 
 @admin.register(AdminMembership)
-class AdminMembershipAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class AdminMembershipAdmin(FastChangelistMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["user", "tenant", "created_at"]
     list_filter = ["tenant"]
     list_select_related = ["user", "tenant"]

@@ -18,7 +18,10 @@ from approvals.claims import NOT_DELIVERY_UNKNOWN, send_mark_sent, send_resend
 from approvals.models import DraftEdit, EmailSend, SuppressedSend
 from approvals.refusals import refusal_list
 from approvals.services import APPROVE_PERMISSION, ApprovalError
+from paypilot.admin_perf import input_filter
 from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin, admin_is_platform, admin_tenant_for
+
+INVOICE_SEARCH_HELP = "Search matches the start (case-sensitive) of the provider's invoice id."
 
 
 class ReadOnlyScopedAdmin(TenantScopedReadOnlyAdmin):
@@ -30,8 +33,11 @@ class ReadOnlyScopedAdmin(TenantScopedReadOnlyAdmin):
 @admin.register(SuppressedSend)
 class SuppressedSendAdmin(ReadOnlyScopedAdmin):
     list_display = ["created_at", "gate", "reason", "dry_run", "approval", "invoice", "tenant"]
-    list_filter = ["gate", "reason", "dry_run", "tenant"]
-    search_fields = ["reason", "gate", "invoice__external_invoice_id"]
+    # Text boxes, not a DISTINCT over every refusal.
+    list_filter = [input_filter(title="gate", parameter="gate", lookup="gate"),
+                   input_filter(title="reason", parameter="reason", lookup="reason"), "dry_run", "tenant"]
+    search_fields = ["invoice__external_invoice_id__prefix"]
+    search_help_text = INVOICE_SEARCH_HELP
     list_select_related = ["tenant", "invoice", "approval"]
 
     def get_urls(self) -> list[Any]:
@@ -63,7 +69,8 @@ class EmailSendAdmin(ReadOnlyScopedAdmin):
     list_display = ["created_at", "status", "attempts", "error_code", "sent_at", "delivered_at",
                     "bounced_at", "clicked_at", "approval", "invoice", "tenant"]
     list_filter = ["status", "tenant"]
-    search_fields = ["message_id", "invoice__external_invoice_id"]
+    search_fields = ["message_id__prefix", "invoice__external_invoice_id__prefix"]
+    search_help_text = "Search matches the start (case-sensitive) of the provider's message id or invoice id."
     list_select_related = ["tenant", "invoice", "approval"]
     exclude = ["recipient_hash"]
     actions = ["mark_sent_selected", "resend_selected"]

@@ -203,11 +203,12 @@ def _transition_time(invoice: Mapping[str, Any], key: str, event: _EventInfo) ->
 
 
 def _payment_failed(invoice: dict[str, Any], event: _EventInfo) -> DomainEvent:
+    error = payment_error(invoice)
     return PaymentFailed(
         external_invoice_id=str(invoice["id"]),
         amount_minor=_amount(invoice, "amount_due"),
         currency=_currency(invoice),
-        failure_code=failure_code_for(invoice=invoice, error=payment_error(invoice)),
+        failure_code=failure_code_for(invoice=invoice, error=error),
         attempt=max(1, _int_or_none(invoice.get("attempt_count")) or 1),
         subscription_id=subscription_id(invoice),
         provider_customer_id=_id_of(invoice.get("customer")),
@@ -216,7 +217,31 @@ def _payment_failed(invoice: dict[str, Any], event: _EventInfo) -> DomainEvent:
         hosted_invoice_url=str(invoice.get("hosted_invoice_url") or ""),
         retry_at=_timestamp(invoice.get("next_payment_attempt")),
         occurred_at=event.at,
+        **network_answer(error),
     )
+
+
+def network_answer(error: Mapping[str, Any] | None) -> dict[str, str]:
+    """The card brand and the network's codes from a decline, for the network retry rules.
+
+    Stripe added `network_advice_code` and `network_decline_code` to
+    `PaymentIntent.last_payment_error` and `Charge.outcome` in 2024-12-18.acacia
+    (docs.stripe.com/changelog/acacia/2024-12-18/network-advice-code-network-decline-code);
+    the brand is `payment_method.card.brand` on the error, `payment_method_details.card.brand`
+    on a charge. Values are cut to what the decision row stores; absent means "".
+    """
+    error = error or {}
+    return {
+        "card_brand": _short(error.get("card_brand"), 32),
+        "network_advice_code": _short(error.get("network_advice_code"), 4),
+        "network_decline_code": _short(error.get("network_decline_code"), 4),
+    }
+
+
+def _short(value: Any, limit: int) -> str:
+    text = str(value or "").strip()
+    # Only plain codes go on: anything else (an object, markup) is not a network answer.
+    return text if len(text) <= limit and text.replace("_", "").replace(" ", "").isalnum() else ""
 
 
 def _payment_succeeded(invoice: dict[str, Any], event: _EventInfo) -> DomainEvent:
@@ -365,10 +390,15 @@ def payment_error(invoice: Mapping[str, Any]) -> dict[str, Any] | None:
     if isinstance(charge, dict) and charge.get("failure_code"):
         outcome = charge.get("outcome") or {}
         details = charge.get("payment_method_details") or {}
+        card = details.get("card")
+        card = card if isinstance(card, dict) else {}
         return {
             "code": charge.get("failure_code"),
             "decline_code": charge.get("failure_code"),
             "advice_code": outcome.get("advice_code"),
+            "network_advice_code": outcome.get("network_advice_code"),
+            "network_decline_code": outcome.get("network_decline_code"),
+            "card_brand": card.get("brand") or "",
             "payment_method_type": details.get("type") or "",
         }
     return None
@@ -381,9 +411,11 @@ def _error_of_intent(intent: Any) -> dict[str, Any] | None:
     if not isinstance(error, dict):
         return None
     found = dict(error)
+    method = error.get("payment_method") or {}
     if not found.get("payment_method_type"):
-        method = error.get("payment_method") or {}
         found["payment_method_type"] = method.get("type", "") if isinstance(method, dict) else ""
+    card = method.get("card") if isinstance(method, dict) else None
+    found["card_brand"] = card.get("brand") or "" if isinstance(card, dict) else ""
     return found
 
 

@@ -349,7 +349,10 @@ def _on_payment_failed_many(run: list[Translated]) -> list[Result]:
         else:
             results.append(None)
             handoffs.append((index, DraftRequest(invoice=invoice, provider_retry_at=failed.retry_at,
-                                                 provider_retry_source=event.provider)))
+                                                 provider_retry_source=event.provider,
+                                                 card_brand=failed.card_brand,
+                                                 network_advice_code=failed.network_advice_code,
+                                                 network_decline_code=failed.network_decline_code)))
     if handoffs and not tenant.is_active:
         # A suspended tenant keeps its ledger (so a later payment still closes the invoice)
         # but gets no new dunning; the send gates refuse anything already approved.

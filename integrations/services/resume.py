@@ -92,7 +92,9 @@ def _draft_chunk(*, tenant: Tenant, actor: str,
             if key in open_invoices:
                 event, failed = rows[-1]
                 requests.append(DraftRequest(invoice=open_invoices[key], provider_retry_at=failed.retry_at,
-                                             provider_retry_source=event.provider))
+                                             provider_retry_source=event.provider, card_brand=failed.card_brand,
+                                             network_advice_code=failed.network_advice_code,
+                                             network_decline_code=failed.network_decline_code))
                 drafted.extend(pks)
             else:
                 closed.extend(pks)

@@ -187,8 +187,10 @@ def _invoice_new(tenant: Tenant, failure: FailureInput, *, now: datetime) -> Inv
         failure_code=failure.failure_code, attempt_count=failure.attempt,
         subscription_id=failure.subscription_id, provider_customer_id=failure.provider_customer_id,
         hosted_invoice_url=failure.hosted_invoice_url,
-        arm=holdout_arm_for(invoice_id=failure.external_invoice_id), state=State.FAILED,
-        failed_at=failure.occurred_at or now, failed_recorded_at=now,
+        # The tenant's holdout in force at the failure's provider time: the report's cohorts
+        # (and the holdout's start week) are by that same time.
+        arm=holdout_arm_for(invoice_id=failure.external_invoice_id, tenant=tenant, at=failure.occurred_at or now),
+        state=State.FAILED, failed_at=failure.occurred_at or now, failed_recorded_at=now,
     )
 
 

@@ -100,9 +100,11 @@ def test_report_page_draws_rates_with_sample_sizes_and_weekly_amounts(  # type: 
     response = superuser_client.get("/admin/ledger/invoice/report/?tenant=acme")
     html = response.content.decode()
     assert response.status_code == 200
-    assert html.count('role="img"') == 2  # rates per arm + one weekly chart (JPY)
-    assert "n=1" in html and "n=0" in html
-    assert "Failed vs recovered per week (JPY)" in html
+    assert html.count('role="img"') == 3  # rates per arm + cohort lift + one weekly chart (JPY)
+    assert "n=0" in html  # the failure is minutes old: maturing, not in the arms yet
+    assert "1 invoices are maturing" in html
+    assert "Failed vs recovered (net) per failure week (JPY)" in html
+    assert "Lift per weekly cohort" in html
     assert "1,500" in html
     assert "withheld" in html.lower()
     assert "globex" in html  # the tenant chooser lists every tenant for a superuser
@@ -146,6 +148,45 @@ def test_tenant_admin_sees_and_edits_only_their_tenant(member_client, tenant, ot
 
     report = member_client.get("/admin/ledger/invoice/report/?tenant=globex").content.decode()
     assert "Recovery report: acme" in report and "globex" not in report
+
+
+def test_report_page_downloads_csv(superuser_client, tenant, record_failure) -> None:  # type: ignore[no-untyped-def]
+    record_failure("in_csv", amount_minor=1500, currency="jpy")
+    response = superuser_client.get("/admin/ledger/invoice/report/?tenant=acme&format=csv")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    assert 'filename="recovery-report-acme.csv"' in response["Content-Disposition"]
+    body = response.content.decode()
+    assert body.startswith("section,week,arm,currency,invoices")
+    assert "cohort," in body and ",JPY," in body
+
+
+def test_holdout_form_sets_the_tenant_holdout_and_audits_it(superuser_client, tenant) -> None:  # type: ignore[no-untyped-def]
+    page = superuser_client.get("/admin/ledger/invoice/report/?tenant=acme").content.decode()
+    assert "Change this tenant&#x27;s holdout" in page or "Change this tenant's holdout" in page
+    response = superuser_client.post("/admin/ledger/invoice/report/",
+                                     {"tenant": "acme", "pct": "20", "start": "2026-12-07"})
+    assert response.status_code == 302 and response["Location"].endswith("?tenant=acme")
+    tenant.refresh_from_db()
+    assert (tenant.holdout_pct, tenant.holdout_start.isoformat()) == (20, "2026-12-07")
+    audit = AuditEvent.objects.get(event="ledger.holdout.changed")
+    assert audit.tenant == tenant and audit.detail == {
+        "holdout_from": {"pct": None, "start": None}, "holdout_to": {"pct": 20, "start": "2026-12-07"}}
+    assert audit.actor.startswith("user:")
+
+    bad = superuser_client.post("/admin/ledger/invoice/report/", {"tenant": "acme", "pct": "101"}, follow=True)
+    assert "Holdout not changed" in bad.content.decode()
+    superuser_client.post("/admin/ledger/invoice/report/", {"tenant": "acme", "pct": "20", "start": "2026-12-07"})
+    assert AuditEvent.objects.filter(event="ledger.holdout.changed").count() == 1  # unchanged: no audit
+    tenant.refresh_from_db()
+    assert tenant.holdout_pct == 20
+
+
+def test_holdout_form_needs_the_change_tenant_right(member_client, tenant) -> None:  # type: ignore[no-untyped-def]
+    page = member_client.get("/admin/ledger/invoice/report/").content.decode()
+    assert "Save holdout" not in page
+    assert member_client.post("/admin/ledger/invoice/report/", {"tenant": "acme", "pct": "50"}).status_code == 403
+    tenant.refresh_from_db()
+    assert tenant.holdout_pct is None
 
 
 def _recovered_with_refund_and_mismatch(tenant, record_failure, invoice_id):  # type: ignore[no-untyped-def]

@@ -61,3 +61,30 @@ def test_stored_arm_matches_formula_for_the_configured_seed(tenant) -> None:  # 
     for invoice_id, arm in arms.items():
         bucket = holdout_bucket(seed="seedy", invoice_id=invoice_id)
         assert arm == ("holdout" if bucket < 50 else "treatment")
+
+
+@pytest.mark.django_db
+def test_tenant_holdout_applies_from_its_start_and_defaults_otherwise(tenant, other_tenant) -> None:  # type: ignore[no-untyped-def]
+    from datetime import UTC, date, datetime
+
+    from ledger.holdout import holdout_in_force
+    from ledger.services.holdout import tenant_holdout_set
+
+    before, after = datetime(2026, 6, 30, 23, 0, tzinfo=UTC), datetime(2026, 7, 1, 0, 0, tzinfo=UTC)
+    with override_settings(PAYPILOT_HOLDOUT_PCT=10):
+        assert holdout_in_force(tenant=tenant, at=after) == (10, "default")
+        assert tenant_holdout_set(tenant=tenant, pct=100, start=date(2026, 7, 1), actor="test")
+        assert holdout_in_force(tenant=tenant, at=before) == (10, "default")
+        assert holdout_in_force(tenant=tenant, at=after) == (100, "tenant")
+        assert holdout_in_force(tenant=other_tenant, at=after) == (10, "default")
+        early = invoice_record_failure(tenant=tenant, provider="stripe", external_invoice_id="in_early",
+                                       amount_minor=1, currency="usd", failure_code="x", now=before).invoice
+        late = invoice_record_failure(tenant=tenant, provider="stripe", external_invoice_id="in_late",
+                                      amount_minor=1, currency="usd", failure_code="x", now=after).invoice
+        assert late.arm == Invoice.Arm.HOLDOUT  # 100% from the start date on
+        assert early.arm == holdout_arm_for(invoice_id="in_early", pct=10)
+        assert tenant_holdout_set(tenant=tenant, pct=None, start=None, actor="test")  # back to the default
+        assert holdout_in_force(tenant=tenant, at=after) == (10, "default")
+        assert Invoice.objects.get(external_invoice_id="in_late").arm == Invoice.Arm.HOLDOUT  # never moves
+    with pytest.raises(ValueError):
+        tenant_holdout_set(tenant=tenant, pct=101, start=None, actor="test")

@@ -1,6 +1,10 @@
-"""GET /report (JSON, token) and GET /report/sample (public, invented data)."""
+"""GET /report (JSON, HTML, CSV by negotiation; token), GET /report.csv and GET /report/sample
+(public, invented data, the same code)."""
 
 from __future__ import annotations
+
+import csv
+import io
 
 import pytest
 from django.db import connection
@@ -17,12 +21,38 @@ pytestmark = pytest.mark.django_db
 def test_report_json_for_every_role(tenant, api_client_for, role) -> None:  # type: ignore[no-untyped-def]
     InvoiceFactory(tenant=tenant, amount_minor=1234, currency="KWD")
     response = api_client_for(tenant, role).get("/report")
-    assert response.status_code == 200
+    assert response.status_code == 200 and response["Content-Type"].startswith("application/json")
     body = response.json()
     assert body["tenant"] == "acme" and body["sample"] is False
     assert body["totals"]["amounts"]["KWD"]["failed"] == "1.234"
-    assert set(body["arms"]) == {"holdout", "treated", "untouched"}
-    assert body["attribution"]["lift_pp"] is None
+    assert set(body["arms"]) == {"holdout", "treatment", "treated", "untouched"}
+    assert body["attribution"]["lift_pp"] is None and body["attribution"]["lift_ci95_pp"] is None
+    assert body["maturing"]["count"] == 1 and body["window_days"] == 30
+
+
+def test_report_negotiates_csv_and_html(tenant, api_client_for) -> None:  # type: ignore[no-untyped-def]
+    InvoiceFactory(tenant=tenant, amount_minor=1500, currency="JPY")
+    client = api_client_for(tenant, "viewer")
+    as_csv = client.get("/report", HTTP_ACCEPT="text/csv")
+    assert as_csv.status_code == 200 and as_csv["Content-Type"].startswith("text/csv")
+    assert 'filename="recovery-report.csv"' in as_csv["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(as_csv.content.decode())))
+    assert {r["section"] for r in rows} >= {"arm", "attribution", "cohort"}
+    as_html = client.get("/report", HTTP_ACCEPT="text/html")
+    assert as_html.status_code == 200 and as_html["Content-Type"].startswith("text/html")
+    html = as_html.content.decode()
+    assert "Recovery report: acme" in html and "<svg" in html and "withheld" in html
+    assert client.get("/report?format=csv")["Content-Type"].startswith("text/csv")
+    dot_csv = client.get("/report.csv", HTTP_ACCEPT="application/json")  # the suffix wins
+    assert dot_csv.status_code == 200 and dot_csv["Content-Type"].startswith("text/csv")
+    assert dot_csv.content == as_csv.content or dot_csv.content.startswith(b"section,")
+
+
+def test_errors_stay_json_whatever_was_asked(client) -> None:  # type: ignore[no-untyped-def]
+    for path, accept in (("/report", "text/csv"), ("/report", "text/html"), ("/report.csv", "text/csv")):
+        response = client.get(path, HTTP_ACCEPT=accept)
+        assert response.status_code == 401, path
+        assert response.json()["error"] == "unauthorized"
 
 
 def test_report_never_shows_another_tenant(tenant, other_tenant, api_client_for) -> None:  # type: ignore[no-untyped-def]
@@ -54,15 +84,29 @@ def test_sample_page_is_public_labelled_and_reads_no_ledger(client, tenant) -> N
     assert response.status_code == 200
     html = response.content.decode()
     assert "Sample data" in html and "<svg" in html
-    assert "Recovery rate per arm" in html and "n=" in html
+    assert "Recovery rate within the window per arm" in html and "n=" in html
+    assert "Lift per weekly cohort" in html and "95% interval" in html
 
 
-def test_sample_json_is_fixed_and_marked(client) -> None:  # type: ignore[no-untyped-def]
+def test_sample_json_is_fixed_marked_and_uses_the_report_code(client) -> None:  # type: ignore[no-untyped-def]
     first = client.get("/report/sample?format=json").json()
     second = client.get("/report/sample?format=json").json()
     assert first == second == report_sample()
     assert first["sample"] is True and first["tenant"] is None
     assert "Sample data" in first["label"]
-    assert first["totals"]["count"] == 124
-    assert first["attribution"]["baseline"] == "randomised_holdout"
-    assert first["attribution"]["lift_pp"] is not None  # 40 holdout, 72 treated
+    assert first["totals"]["count"] == 2400
+    a = first["attribution"]
+    assert a["baseline"] == "randomised_holdout" and a["method"] == "newcombe_hybrid_score"
+    assert a["lift_ci95_pp"][0] < a["lift_pp"] < a["lift_ci95_pp"][1]
+    assert first["maturing"]["count"] > 0  # the sample's last weeks are still maturing
+    assert set(a["recovered_attributable"]) == {"USD", "EUR", "JPY"}
+    sample_csv = client.get("/report/sample?format=csv")
+    assert sample_csv["Content-Type"].startswith("text/csv") and b"cohort," in sample_csv.content
+
+
+def test_an_unknown_format_is_a_422_naming_the_parameter(tenant, api_client_for) -> None:  # type: ignore[no-untyped-def]
+    response = api_client_for(tenant, "viewer").get("/report?format=xml")
+    assert response.status_code == 422
+    body = response.json()
+    assert (body["error"], body["field"]) == ("invalid_input", "format")
+    assert "xml" not in response.content.decode()  # the value sent is never echoed

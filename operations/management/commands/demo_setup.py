@@ -23,6 +23,7 @@ from ledger.demo import demo_customers, demo_history_write
 from ledger.services import customer_upsert
 from paypilot.models import ApiToken, Role, Tenant
 from paypilot.services import tenant_create, token_issue
+from paypilot.signals import demo_setup_done
 
 ADMIN_USERNAME = "admin"
 DEMO_TOKEN_LABEL = "demo-setup"
@@ -65,6 +66,8 @@ class Command(BaseCommand):
         refused = [f"{label} ({receipt.status})" for label, receipt in received if receipt.status != 200]
         self.stdout.write(f"demo story: {len(received) - duplicates - len(refused)} new signed deliveries, "
                           f"{duplicates} already received" + (f"; refused: {', '.join(refused)}" if refused else ""))
+        # Apps add their own demo data through this signal (reconciliation: the `sample` tenant).
+        demo_setup_done.send(sender=self.__class__, stdout=self.stdout)
 
     def _admin_user(self) -> None:
         users = get_user_model()

@@ -23,16 +23,21 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--procfile", default=str(PROCFILE))
+        parser.add_argument("--worker-restart", type=int, default=30,
+                            help="seconds before a worker that died is started again (default 30)")
 
-    def handle(self, *args: Any, host: str, port: int, procfile: str, **options: Any) -> None:
+    def handle(self, *args: Any, host: str, port: int, procfile: str, worker_restart: int,
+               **options: Any) -> None:
         try:
             processes = parse_procfile(Path(procfile).read_text()).processes
         except OSError as exc:
             raise CommandError(f"cannot read the Procfile: {exc}") from exc
         if not processes:
             raise CommandError(f"{procfile} names no process")
+        if worker_restart < 1:
+            raise CommandError("--worker-restart must be at least 1 second")
         env = dict(os.environ, PAYPILOT_PY=sys.executable, PAYPILOT_HOST=host, PAYPILOT_PORT=str(port),
-                   PYTHONUNBUFFERED="1")
+                   PAYPILOT_WORKER_RESTART=str(worker_restart), PYTHONUNBUFFERED="1")
         manager = Manager()
         # Each process runs in its own session (honcho's default): a Ctrl-C reaches only this
         # leader, which stops every process group with TERM, then KILL after 5 s. So no

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('decisions', '0003_network_rules'),
+        ('decisions', '0005_rule_versions'),
     ]
 
     operations = [

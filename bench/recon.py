@@ -1,0 +1,172 @@
+"""Reconciliation at scale: import rows/s, a full run's seconds, peak memory, on one CPU.
+
+Writes export files in a temporary directory (a Stripe itemized payout reconciliation
+report with N provider rows, a shop CSV with N orders through a confirmed layout, a
+camt.053 statement and P payouts' bank lines), imports them with `file_import` (the path
+`recon_import` and the admin use) and runs `run_create`. About 1% of orders carry a
+planted break (missing, short or duplicate captures, fee off by a cent, short payouts), so
+the run does real work. SQLite by default (a fresh file); `--postgres URL` migrates and
+uses that database instead (use your own database name; each run adds a new tenant).
+Run twice at two sizes to see that cost grows linearly.
+
+Usage: .venv/bin/python bench/recon.py [--orders 1000000] [--payouts 20000] [--cpu 0]
+       [--postgres postgres://postgres@127.0.0.1:5432/pp_rec_bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import random
+import resource
+import sys
+import tempfile
+import time
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+START = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def _major(minor: int) -> str:
+    sign = "-" if minor < 0 else ""
+    minor = abs(minor)
+    return f"{sign}{minor // 100}.{minor % 100:02d}"
+
+
+def write_files(work: Path, n: int, payouts: int, seed: int = 7) -> dict[str, Path]:
+    """Orders, the provider report and the bank statement of one synthetic shop."""
+    rng = random.Random(seed)
+    per_payout = max(1, n // payouts)
+    step = 200 * 86400 / max(n, 1)  # the orders of about 200 days
+
+    def payout_day(p: int) -> date:
+        return (START + timedelta(seconds=(p * per_payout + per_payout - 1) * step)).date() + timedelta(days=2)
+    orders_path, provider_path, bank_path = work / "orders.csv", work / "provider.csv", work / "bank.xml"
+    payout_net = [0] * payouts
+    with orders_path.open("w", newline="") as of, provider_path.open("w", newline="") as pf:
+        ow, pw = csv.writer(of, delimiter=";"), csv.writer(pf)
+        ow.writerow(["Bestellnummer", "Bestelldatum", "Gesamt", "Währung", "Zahlungsreferenz", "Status"])
+        pw.writerow(["balance_transaction_id", "created_utc", "currency", "gross", "fee", "net", "reporting_category",
+                     "source_id", "automatic_payout_id", "automatic_payout_effective_at_utc", "charge_id",
+                     "payment_metadata[order_id]"])
+        for i in range(n):
+            p = min(i // per_payout, payouts - 1)
+            when = START + timedelta(seconds=i * step)
+            amount = rng.randrange(500, 50000)
+            fee = (amount * 29000 + 500000) // 1000000 + 30
+            order_id, charge = f"O{i:08d}", f"ch_{i:010d}"
+            roll = rng.random()
+            captured = amount
+            if roll < 0.002:
+                captured = None  # missing capture
+            elif roll < 0.004:
+                captured = amount - 100  # amount mismatch
+            elif roll < 0.006:
+                fee += 1  # fee a cent above contract
+            ow.writerow([order_id, when.strftime("%d/%m/%Y %H:%M"), _major(amount).replace(".", ","), "USD", charge,
+                         "paid"])
+            payout_id = f"po_{p:08d}"
+            paid_on = payout_day(p)
+            if captured is not None:
+                pw.writerow([f"txn_{i:010d}", when.strftime("%Y-%m-%d %H:%M:%S"), "usd", _major(captured),
+                             _major(fee), _major(captured - fee), "charge", charge, payout_id,
+                             f"{paid_on} 00:00:00", charge, order_id])
+                payout_net[p] += captured - fee
+            if 0.006 <= roll < 0.007:  # captured twice
+                pw.writerow([f"txn_{i:010d}b", when.strftime("%Y-%m-%d %H:%M:%S"), "usd", _major(amount),
+                             _major(fee), _major(amount - fee), "charge", charge + "b", payout_id,
+                             f"{paid_on} 00:00:00", charge + "b", order_id])
+                payout_net[p] += amount - fee
+    entries = []
+    for p in range(payouts):
+        day = payout_day(p) + timedelta(days=1)
+        amount = payout_net[p] - (1250 if p % 97 == 5 else 0)
+        if p % 101 == 7 or amount <= 0:
+            continue  # never arrived
+        entries.append(f"<Ntry><Amt Ccy=\"USD\">{_major(amount)}</Amt><CdtDbtInd>CRDT</CdtDbtInd>"
+                       f"<BookgDt><Dt>{day}</Dt></BookgDt><ValDt><Dt>{day}</Dt></ValDt>"
+                       f"<AcctSvcrRef>B{p:08d}</AcctSvcrRef><NtryDtls><TxDtls><RmtInf>"
+                       f"<Ustrd>STRIPE PAYOUT po_{p:08d}</Ustrd></RmtInf></TxDtls></NtryDtls></Ntry>")
+    bank_path.write_text(
+        '<?xml version="1.0"?><Document xmlns="urn:iso:std:iso:20022:tech:xsd:camt.053.001.08"><BkToCstmrStmt>'
+        "<Stmt>" + "\n".join(entries) + "</Stmt></BkToCstmrStmt></Document>", encoding="utf-8")
+    return {"orders": orders_path, "provider": provider_path, "bank": bank_path}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--orders", type=int, default=1_000_000, help="orders (and about as many provider rows)")
+    parser.add_argument("--payouts", type=int, default=20_000, help="payouts (and bank lines)")
+    parser.add_argument("--cpu", type=int, default=0, help="CPU to pin to (-1: do not pin)")
+    parser.add_argument("--postgres", default="", help="a PostgreSQL URL instead of a fresh SQLite file")
+    args = parser.parse_args()
+    if args.cpu >= 0:
+        os.sched_setaffinity(0, {args.cpu})
+    work = Path(tempfile.mkdtemp(prefix="pp-bench-recon."))
+    os.environ["DATABASE_URL"] = args.postgres or f"sqlite:///{work}/bench.sqlite3"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "paypilot.settings")
+    os.environ["PAYPILOT_LOG_LEVEL"] = "WARNING"
+    os.environ["PAYPILOT_RECON_MAX_FILE_BYTES"] = str(2 * 1024**3)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    from paypilot.models import Tenant
+    from paypilot.services import tenant_create
+    from reconciliation.services.contracts import contract_add
+    from reconciliation.services.imports import file_import, layout_save
+    from reconciliation.services.runs import run_create
+
+    # A new tenant each time (audit rows keep old ones): runs never see an earlier run's rows.
+    tenant = tenant_create(slug=f"bench-recon-{Tenant.objects.count() + 1}", name="Bench")
+    contract_add(tenant=tenant, currency="USD", effective_from=date(2026, 1, 1), percent="2.9", fixed="0.30",
+                 chargeback_fee="15.00", payout_delay_days=2, actor="bench")
+    started = time.perf_counter()
+    files = write_files(work, args.orders, args.payouts)
+    print(f"wrote files in {time.perf_counter() - started:.1f} s "
+          f"({sum(p.stat().st_size for p in files.values()) / 1e6:.0f} MB) in {work}")
+    mapping = {"columns": {"order_id": "Bestellnummer", "ordered_at": "Bestelldatum", "amount": "Gesamt",
+                           "currency": "Währung", "payment_reference": "Zahlungsreferenz", "status": "Status"},
+               "date_format": "%d/%m/%Y %H:%M", "decimal_separator": ",", "delimiter": ";"}
+    head = b"".join(files["orders"].open("rb").readlines()[:50])
+    layout_save(tenant=tenant, kind="orders", mapping=mapping, sample=head, actor="bench")
+    total_rows, total_time, total_cpu = 0, 0.0, 0.0
+    for kind in ("provider", "orders", "bank"):
+        data = files[kind].read_bytes()
+        t0, c0 = time.perf_counter(), time.process_time()
+        batch = file_import(tenant=tenant, kind=kind, filename=files[kind].name, data=data, actor="bench")
+        took, cpu = time.perf_counter() - t0, time.process_time() - c0
+        del data
+        total_rows += batch.rows
+        total_time += took
+        total_cpu += cpu
+        print(f"import {kind:<8} {batch.rows:>9,} rows in {took:6.1f} s = {batch.rows / took:>9,.0f} rows/s "
+              f"(this process's CPU {cpu:.1f} s = {batch.rows / cpu:,.0f} rows/s; {batch.file_format})")
+    print(f"import all      {total_rows:>9,} rows in {total_time:6.1f} s = {total_rows / total_time:>9,.0f} rows/s "
+          f"(CPU {total_cpu:.1f} s = {total_rows / total_cpu:,.0f} rows/s)")
+    t0, c0 = time.perf_counter(), time.process_time()
+    run, _ = run_create(tenant=tenant, as_of=date(2026, 12, 31), actor="bench")
+    took, cpu = time.perf_counter() - t0, time.process_time() - c0
+    import json
+
+    result = json.loads(run.result_json)
+    counts: dict[str, int] = {}
+    for b in result["breaks"]:
+        counts[b["kind"]] = counts.get(b["kind"], 0) + 1
+    print(f"run             {took:6.1f} s (this process's CPU {cpu:.1f} s; the database's own work is in the wall "
+          f"time): {result['orders']:,} orders, match rate {result['match_rate']}, "
+          f"{len(result['breaks']):,} breaks {dict(sorted(counts.items()))}, {len(result['in_transit'])} in transit")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak memory     {peak:,.0f} MB (max RSS of this process)")
+    print(f"database        {connection.vendor}")
+
+
+if __name__ == "__main__":
+    main()

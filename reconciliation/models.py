@@ -1,0 +1,264 @@
+"""Imported files and their canonical rows, confirmed layouts, contract versions, runs and breaks.
+
+Money is integer minor units (`*_minor`) beside a three-letter currency. Dates also carry a
+`*_day` integer (days since 1970-01-01, UTC) so the run's window arithmetic is the same
+plain integer SQL on SQLite and PostgreSQL. Imported rows are never changed after import:
+resolving a break writes the break, never the rows it points at.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from paypilot.models import Tenant
+
+
+class Kind(models.TextChoices):
+    PROVIDER = "provider"  # transactions at the payment provider (charges, refunds, fees, payouts)
+    ORDERS = "orders"  # the shop or billing system's orders
+    BANK = "bank"  # bank statement lines
+    DISPUTES = "disputes"  # chargebacks and inquiries
+
+
+class FileFormat(models.TextChoices):
+    STRIPE_REPORT = "stripe_report"  # Stripe itemized balance / payout reconciliation report
+    CAMT053 = "camt053"  # ISO 20022 camt.053 bank-to-customer statement
+    MT940 = "mt940"  # SWIFT MT940 customer statement (through the mt-940 library)
+    LAYOUT = "layout"  # any other CSV, through a confirmed layout
+    SAMPLE = "sample"  # the shipped sample workspace (canonical JSON)
+
+
+class ImportFile(models.Model):
+    """One imported file; the same bytes (sha256) are stored once per tenant."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="recon_files")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    file_format = models.CharField(max_length=16, choices=FileFormat.choices)
+    filename = models.CharField(max_length=255)
+    sha256 = models.CharField(max_length=64)
+    size_bytes = models.BigIntegerField()
+    rows = models.IntegerField()
+    layout = models.ForeignKey("Layout", null=True, blank=True, on_delete=models.PROTECT)
+    actor = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "sha256"], name="recon_file_once_per_tenant")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.filename}"
+
+
+class Layout(models.Model):
+    """A confirmed column mapping, keyed by the file's normalised header row."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="recon_layouts")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    header_key = models.CharField(max_length=64)  # sha256 of the normalised header row
+    headers = models.JSONField()
+    columns = models.JSONField()  # canonical field -> header
+    values = models.JSONField(default=dict, blank=True)  # field -> {export word: canonical value}
+    date_format = models.CharField(max_length=64)
+    decimal_separator = models.CharField(max_length=1)
+    delimiter = models.CharField(max_length=1)
+    actor = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "kind", "header_key"], name="recon_layout_per_header")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} layout {self.header_key[:10]}"
+
+
+class OrderRow(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE)
+    line = models.IntegerField()
+    order_id = models.CharField(max_length=128)
+    ordered_at = models.DateTimeField()
+    ordered_day = models.IntegerField()
+    amount_minor = models.BigIntegerField()
+    currency = models.CharField(max_length=3)
+    payment_reference = models.CharField(max_length=128, blank=True)
+    # Salted hash only: names and emails live in the ledger (DESIGN section 1).
+    customer_email_hash = models.CharField(max_length=32, blank=True)
+    status = models.CharField(max_length=32, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "order_id"]),
+            models.Index(fields=["tenant", "payment_reference"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"order {self.order_id}"
+
+
+class ProviderRow(models.Model):
+    class Type(models.TextChoices):
+        CHARGE = "charge"  # a capture
+        REFUND = "refund"  # money back to the customer (negative)
+        DISPUTE = "dispute"  # chargeback debit (negative) with the chargeback fee
+        DISPUTE_REVERSAL = "dispute_reversal"  # a won dispute credited back
+        FEE = "fee"  # a stand-alone provider fee
+        PAYOUT = "payout"  # the transfer to the bank itself
+        ADJUSTMENT = "adjustment"  # anything else the provider booked
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE)
+    line = models.IntegerField()
+    transaction_id = models.CharField(max_length=128)
+    created_at = models.DateTimeField()
+    created_day = models.IntegerField()
+    type = models.CharField(max_length=20, choices=Type.choices)
+    amount_minor = models.BigIntegerField()
+    fee_minor = models.BigIntegerField()
+    net_minor = models.BigIntegerField()
+    currency = models.CharField(max_length=3)
+    charge_id = models.CharField(max_length=128, blank=True)
+    order_reference = models.CharField(max_length=128, blank=True)
+    payout_id = models.CharField(max_length=128, blank=True)
+    payout_date = models.DateField(null=True, blank=True)
+    payout_day = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "transaction_id"]),
+            models.Index(fields=["tenant", "type", "charge_id"]),
+            models.Index(fields=["tenant", "payout_id"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.transaction_id}"
+
+
+class BankRow(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE)
+    line = models.IntegerField()
+    booking_date = models.DateField()
+    booking_day = models.IntegerField()
+    value_date = models.DateField(null=True, blank=True)
+    amount_minor = models.BigIntegerField()  # signed: credits positive
+    currency = models.CharField(max_length=3)
+    reference = models.CharField(max_length=255, blank=True)
+    remittance = models.TextField(blank=True)
+    bank_reference = models.CharField(max_length=128, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "currency", "amount_minor"])]
+
+    def __str__(self) -> str:
+        return f"bank {self.booking_date} {self.amount_minor} {self.currency}"
+
+
+class DisputeRow(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE)
+    line = models.IntegerField()
+    dispute_id = models.CharField(max_length=128)
+    charge_id = models.CharField(max_length=128, blank=True)
+    amount_minor = models.BigIntegerField()
+    currency = models.CharField(max_length=3)
+    reason = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=64, blank=True)
+    evidence_due_by = models.DateField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "dispute_id"])]
+
+    def __str__(self) -> str:
+        return f"dispute {self.dispute_id}"
+
+
+class ContractVersion(models.Model):
+    """Fee terms for one currency from an effective date. Never edited: a change is a new
+    version (the admin and services only ever insert)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="recon_contracts")
+    currency = models.CharField(max_length=3)
+    version = models.IntegerField()  # 1, 2, ... per tenant and currency
+    effective_from = models.DateField()
+    effective_day = models.IntegerField()
+    percent = models.DecimalField(max_digits=8, decimal_places=4)  # 2.9 means 2.9 %
+    percent_micro = models.BigIntegerField()  # the same in millionths of the amount (29000)
+    fixed_minor = models.BigIntegerField()
+    chargeback_fee_minor = models.BigIntegerField()
+    payout_delay_days = models.IntegerField()
+    # Stored, not applied: exports rarely say where a card was issued.
+    international_surcharge_percent = models.DecimalField(max_digits=8, decimal_places=4, null=True, blank=True)
+    rolling_reserve_percent = models.DecimalField(max_digits=8, decimal_places=4, null=True, blank=True)
+    quotes = models.JSONField(default=dict, blank=True)  # field -> verbatim clause it was read from
+    actor = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "currency", "version"], name="recon_contract_version_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.currency} v{self.version} (from {self.effective_from})"
+
+    @property
+    def label(self) -> str:
+        return f"{self.currency} v{self.version} from {self.effective_from.isoformat()}"
+
+
+class Run(models.Model):
+    """One stored reconciliation: the result JSON exactly as printed, and its input digest."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="recon_runs")
+    as_of = models.DateField()
+    input_digest = models.CharField(max_length=64)
+    result_json = models.TextField()  # byte-identical for the same inputs and as-of date
+    result_sha256 = models.CharField(max_length=64)
+    match_rate = models.FloatField(null=True)
+    breaks_count = models.IntegerField()
+    actor = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "as_of", "input_digest"], name="recon_run_once_per_inputs")
+        ]
+        indexes = [models.Index(fields=["tenant", "as_of", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"review as of {self.as_of}"
+
+
+class Break(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open"  # nobody has closed it yet
+        RESOLVED = "resolved"  # a person resolved it with a note; the imported rows are unchanged
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="breaks")
+    position = models.IntegerField()  # index in the run's `breaks` list
+    kind = models.CharField(max_length=32)
+    amount_minor = models.BigIntegerField()
+    currency = models.CharField(max_length=3)
+    refs = models.JSONField()
+    explanation = models.TextField()
+    contract_version = models.ForeignKey(ContractVersion, null=True, blank=True, on_delete=models.PROTECT)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolution_note = models.TextField(blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "position"], name="recon_break_position")]
+        indexes = [models.Index(fields=["tenant", "status", "kind"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount_minor} {self.currency}"

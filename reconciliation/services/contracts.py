@@ -1,0 +1,62 @@
+"""Contract terms: versions per tenant and currency, only ever added (a change is a new version)."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+from django.db import transaction
+from django.db.models import Max
+
+from paypilot.models import Tenant
+from paypilot.money import percent_to_micro, to_minor
+from paypilot.services import audit_record
+from paypilot.tenancy import tenant_context
+from reconciliation.formats import currency_normalise, day_number
+from reconciliation.models import ContractVersion
+
+# A fee above this is a misread (29 instead of 2.9), not a contract: refused, never stored.
+MAX_PERCENT = Decimal("20")
+
+
+class ContractRefused(ValueError):
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def contract_add(
+    *, tenant: Tenant, currency: str, effective_from: date, percent: str | Decimal, fixed: str | Decimal,
+    chargeback_fee: str | Decimal, payout_delay_days: int, international_surcharge: str | Decimal | None = None,
+    rolling_reserve: str | Decimal | None = None, quotes: dict[str, str] | None = None, actor: str,
+) -> ContractVersion:
+    """Add the next version of `currency`'s terms (amounts in major units). Audited.
+
+    Raises ContractRefused for an unknown currency, a percent outside 0-20, amounts with
+    more decimals than the currency has, or a negative delay."""
+    try:
+        code = currency_normalise(currency)
+        micro = percent_to_micro(percent)
+        fixed_minor = to_minor(str(fixed), code)
+        chargeback_minor = to_minor(str(chargeback_fee), code)
+    except ValueError as exc:
+        raise ContractRefused("bad_contract_value", str(exc)) from exc
+    if Decimal(str(percent)) > MAX_PERCENT:
+        raise ContractRefused("percent_out_of_range", f"a {percent}% fee is not plausible; give per cent (2.9)")
+    if fixed_minor < 0 or chargeback_minor < 0 or payout_delay_days < 0:
+        raise ContractRefused("bad_contract_value", "fees and the payout delay cannot be negative")
+    with tenant_context(tenant), transaction.atomic():
+        # The unique (tenant, currency, version) constraint refuses a concurrent duplicate.
+        latest = (ContractVersion.objects.filter(tenant=tenant, currency=code)
+                  .aggregate(v=Max("version"))["v"]) or 0
+        version = ContractVersion.objects.create(
+            tenant=tenant, currency=code, version=latest + 1, effective_from=effective_from,
+            effective_day=day_number(effective_from), percent=Decimal(str(percent)), percent_micro=micro,
+            fixed_minor=fixed_minor, chargeback_fee_minor=chargeback_minor, payout_delay_days=payout_delay_days,
+            international_surcharge_percent=Decimal(str(international_surcharge)) if international_surcharge else None,
+            rolling_reserve_percent=Decimal(str(rolling_reserve)) if rolling_reserve else None,
+            quotes=quotes or {}, actor=actor,
+        )
+        audit_record(event="reconciliation.contract.added", tenant=tenant, actor=actor,
+                     detail={"currency": code, "version": version.version})
+    return version

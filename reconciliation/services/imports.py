@@ -1,0 +1,326 @@
+"""Imports: one file, recognised or through a confirmed layout, stored once, all or nothing."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, date, datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from paypilot.models import Tenant
+from paypilot.services import audit_record, pii_hash
+from paypilot.tenancy import tenant_context
+from reconciliation.formats import (
+    CANONICAL,
+    FileRefused,
+    LayoutSpec,
+    Parsed,
+    csv_rows,
+    day_number,
+    decode,
+    header_key,
+    is_stripe_report,
+    looks_like_mt940,
+    looks_like_xml,
+    parse_camt053,
+    parse_mt940,
+    parse_stripe_report,
+    parse_with_layout,
+    sniff_delimiter,
+    text_stream,
+)
+from reconciliation.models import BankRow, DisputeRow, ImportFile, Kind, Layout, OrderRow, ProviderRow
+
+REASON_TOO_LARGE = "file_too_large"
+REASON_DUPLICATE = "duplicate_file"
+REASON_UNKNOWN_LAYOUT = "unknown_layout"
+REASON_WRONG_KIND = "wrong_kind_for_format"
+REASON_BAD_KIND = "unknown_kind"
+REASON_TOO_LONG = "value_too_long"
+REASON_BAD_MAPPING = "bad_mapping"
+
+BATCH = 20_000  # rows per INSERT statement: bounded memory, few round trips
+
+# Columns written per kind, in order; `_row_values` produces values in the same order.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    Kind.ORDERS: ("tenant_id", "file_id", "line", "order_id", "ordered_at", "ordered_day", "amount_minor",
+                  "currency", "payment_reference", "customer_email_hash", "status"),
+    Kind.PROVIDER: ("tenant_id", "file_id", "line", "transaction_id", "created_at", "created_day", "type",
+                    "amount_minor", "fee_minor", "net_minor", "currency", "charge_id", "order_reference",
+                    "payout_id", "payout_date", "payout_day"),
+    Kind.BANK: ("tenant_id", "file_id", "line", "booking_date", "booking_day", "value_date", "amount_minor",
+                "currency", "reference", "remittance", "bank_reference"),
+    Kind.DISPUTES: ("tenant_id", "file_id", "line", "dispute_id", "charge_id", "amount_minor", "currency",
+                    "reason", "status", "evidence_due_by", "created_at"),
+}
+MODELS: dict[str, Any] = {
+    Kind.ORDERS: OrderRow, Kind.PROVIDER: ProviderRow, Kind.BANK: BankRow, Kind.DISPUTES: DisputeRow,
+}
+PG_TYPES = {"BigIntegerField": "bigint", "IntegerField": "integer", "DateField": "date",
+            "DateTimeField": "timestamptz", "ForeignKey": "bigint"}
+
+
+def _lengths(kind: str) -> dict[str, int]:
+    model = MODELS[kind]
+    return {f.column: f.max_length for f in model._meta.concrete_fields if getattr(f, "max_length", None)}
+
+
+def _text(row: dict[str, Any], name: str, limits: dict[str, int], column: str | None = None) -> str:
+    value = row.get(name) or ""
+    if len(value) > limits[column or name]:
+        raise FileRefused(REASON_TOO_LONG, f"{name} is longer than {limits[column or name]} characters",
+                          line=row["line"], column=name)
+    return value
+
+
+def _day(value: date | datetime | None) -> int | None:
+    if value is None:
+        return None
+    return day_number(value.date() if isinstance(value, datetime) else value)
+
+
+def _row_values(kind: str, tenant_id: int, file_id: int, rows: Iterable[dict[str, Any]]) -> Iterator[tuple]:
+    """Canonical rows as INSERT tuples; long texts refused with their line."""
+    limits = _lengths(kind)
+    for r in rows:
+        base = (tenant_id, file_id, r["line"])
+        if kind == Kind.ORDERS:
+            email = r.get("customer_email") or ""
+            yield base + (
+                _text(r, "order_id", limits), r["ordered_at"], _day(r["ordered_at"]), r["amount_minor"],
+                r["currency"], _text(r, "payment_reference", limits),
+                pii_hash(email.strip().lower()) if email else "", _text(r, "status", limits).lower(),
+            )
+        elif kind == Kind.PROVIDER:
+            yield base + (
+                _text(r, "transaction_id", limits), r["created_at"], _day(r["created_at"]), r["type"],
+                r["amount_minor"], r.get("fee_minor", 0), r.get("net_minor", r["amount_minor"]), r["currency"],
+                _text(r, "charge_id", limits), _text(r, "order_reference", limits), _text(r, "payout_id", limits),
+                r.get("payout_date"), _day(r.get("payout_date")),
+            )
+        elif kind == Kind.BANK:
+            yield base + (
+                r["booking_date"], _day(r["booking_date"]), r.get("value_date"), r["amount_minor"], r["currency"],
+                _text(r, "reference", limits), r.get("remittance") or "", _text(r, "bank_reference", limits),
+            )
+        else:
+            yield base + (
+                _text(r, "dispute_id", limits), _text(r, "charge_id", limits), r["amount_minor"], r["currency"],
+                _text(r, "reason", limits).lower(), _text(r, "status", limits).lower(), r.get("evidence_due_by"),
+                r["created_at"],
+            )
+
+
+def _sqlite_datetime(value: datetime) -> str:
+    """What Django's SQLite backend stores for an aware datetime: naive UTC, ISO with a space."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ")
+
+
+def _adapt(kind: str) -> Callable[[tuple], tuple]:
+    """Per-backend value adaptation for raw inserts (what the ORM would do per field)."""
+    if connection.vendor == "postgresql":
+        return lambda values: values  # psycopg adapts date/datetime itself
+    if connection.vendor != "sqlite":  # pragma: no cover - the two supported databases
+        raise NotImplementedError(connection.vendor)
+    fields = {f.column: f for f in MODELS[kind]._meta.concrete_fields}
+    active: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, column in enumerate(COLUMNS[kind]):
+        internal = fields[column].get_internal_type()
+        if internal == "DateTimeField":
+            active.append((i, _sqlite_datetime))
+        elif internal == "DateField":
+            active.append((i, date.isoformat))
+
+    def adapt(values: tuple) -> tuple:
+        out = list(values)
+        for i, adapter in active:
+            if out[i] is not None:
+                out[i] = adapter(out[i])
+        return tuple(out)
+
+    return adapt
+
+
+def rows_bulk_insert(*, kind: str, values: Iterable[tuple], progress: Callable[[int], None] | None = None) -> int:
+    """Insert canonical tuples in batches inside the caller's transaction; returns the count.
+
+    PostgreSQL gets one `INSERT ... SELECT FROM unnest(arrays)` per batch (COPY FROM is not
+    allowed on a table under row-level security); SQLite one executemany per batch."""
+    model = MODELS[kind]
+    table = connection.ops.quote_name(model._meta.db_table)
+    columns = COLUMNS[kind]
+    names = ", ".join(connection.ops.quote_name(c) for c in columns)
+    fields = {f.column: f for f in model._meta.concrete_fields}
+    if connection.vendor == "postgresql":
+        types = [PG_TYPES.get(fields[c].get_internal_type(), "text") for c in columns]
+        sql = (f"INSERT INTO {table} ({names}) SELECT * FROM unnest("
+               + ", ".join(f"%s::{t}[]" for t in types) + ")")
+    else:
+        sql = f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})"
+    adapt = _adapt(kind)
+    total = 0
+    batch: list[tuple] = []
+
+    def flush() -> None:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(sql, [list(col) for col in zip(*batch, strict=True)])
+            else:
+                cursor.executemany(sql, [adapt(v) for v in batch])
+        if progress is not None:
+            progress(len(batch))
+
+    for value in values:
+        batch.append(value)
+        if len(batch) >= BATCH:
+            flush()
+            total += len(batch)
+            batch = []
+    if batch:
+        flush()
+        total += len(batch)
+    return total
+
+
+def _detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout | None]:
+    """Recognise the file: camt.053, Stripe's report, else the tenant's layout for its header."""
+    if looks_like_xml(data):
+        if kind != Kind.BANK:
+            raise FileRefused(REASON_WRONG_KIND, "an XML file imports only as kind bank (camt.053)")
+        return parse_camt053(data), None
+    # Recognise from the head; the body is then decoded as it is read (text_stream).
+    head = decode(data[:65536].rsplit(b"\n", 1)[0] if len(data) > 65536 else data)
+    if looks_like_mt940(head):
+        if kind != Kind.BANK:
+            raise FileRefused(REASON_WRONG_KIND, "an MT940 statement imports only as kind bank")
+        return parse_mt940(decode(data)), None
+    first_line = head.split("\n", 1)[0]
+    header, _ = csv_rows(first_line, ",")
+    if is_stripe_report(header):
+        if kind != Kind.PROVIDER:
+            raise FileRefused(REASON_WRONG_KIND, "a Stripe balance report imports only as kind provider")
+        return parse_stripe_report(text_stream(data)), None
+    delimiter = sniff_delimiter(first_line)
+    header, _ = csv_rows(first_line, delimiter)
+    layout = Layout.objects.filter(tenant=tenant, kind=kind, header_key=header_key(header)).first()
+    if layout is None:
+        raise FileRefused(
+            REASON_UNKNOWN_LAYOUT,
+            f"no confirmed {kind} layout for this header; run `manage.py recon_layout suggest --kind {kind} FILE`, "
+            f"check it, then `manage.py recon_layout save --tenant {tenant.slug} --kind {kind} --mapping M.json "
+            "--sample FILE` (or upload it in the admin and confirm the preview)",
+            line=1,
+        )
+    spec = LayoutSpec(columns=layout.columns, date_format=layout.date_format,
+                      decimal_separator=layout.decimal_separator, delimiter=layout.delimiter, values=layout.values)
+    return parse_with_layout(text_stream(data), kind=kind, spec=spec), layout
+
+
+def file_import(
+    *, tenant: Tenant, kind: str, filename: str, data: bytes, actor: str,
+    progress: Callable[[int], None] | None = None,
+) -> ImportFile:
+    """Import one file of `kind` for `tenant` in one transaction with its audit row.
+
+    Raises FileRefused (reason, line, column) and stores nothing when the file is too large,
+    already imported (same sha256), of an unknown layout, or has any bad row."""
+    if kind not in Kind.values:
+        raise FileRefused(REASON_BAD_KIND, f"kind must be one of {', '.join(Kind.values)}")
+    limit = settings.PAYPILOT_RECON_MAX_FILE_BYTES
+    if len(data) > limit:
+        raise FileRefused(REASON_TOO_LARGE, f"the file has {len(data)} bytes; the limit is {limit}")
+    if not data.strip():
+        raise FileRefused("empty_file", "the file is empty")
+    digest = hashlib.sha256(data).hexdigest()
+    with tenant_context(tenant):
+        existing = ImportFile.objects.filter(tenant=tenant, sha256=digest).first()
+        if existing is not None:
+            raise FileRefused(REASON_DUPLICATE, f"this file was already imported as batch {existing.pk} "
+                              f"({existing.filename}, {existing.created_at:%Y-%m-%d %H:%M} UTC); nothing imported")
+        parsed, layout = _detect(tenant=tenant, kind=kind, data=data)
+        return _store(tenant=tenant, kind=kind, filename=filename, size=len(data), digest=digest,
+                      parsed=parsed, layout=layout, actor=actor, progress=progress)
+
+
+def _store(
+    *, tenant: Tenant, kind: str, filename: str, size: int, digest: str, parsed: Parsed,
+    layout: Layout | None, actor: str, progress: Callable[[int], None] | None,
+) -> ImportFile:
+    with transaction.atomic():
+        batch = ImportFile.objects.create(
+            tenant=tenant, kind=kind, file_format=parsed.file_format, filename=filename[:255], sha256=digest,
+            size_bytes=size, rows=0, layout=layout, actor=actor,
+        )
+        count = rows_bulk_insert(kind=kind, values=_row_values(kind, tenant.pk, batch.pk, parsed.rows),
+                                 progress=progress)
+        batch.rows = count
+        batch.save(update_fields=["rows"])
+        audit_record(event="reconciliation.file.imported", tenant=tenant, actor=actor,
+                     detail={"kind": kind, "recon_file": batch.pk, "count": count, "source": parsed.file_format,
+                             "sha256": digest})
+    return batch
+
+
+def sample_rows_import(
+    *, tenant: Tenant, kind: str, filename: str, rows: list[dict[str, Any]], digest_source: bytes, actor: str,
+) -> ImportFile:
+    """Canonical rows of the shipped sample workspace, stored like an imported file."""
+    digest = hashlib.sha256(digest_source).hexdigest()
+    parsed = Parsed(kind=kind, file_format="sample", rows=rows)
+    with tenant_context(tenant):
+        return _store(tenant=tenant, kind=kind, filename=filename, size=len(digest_source), digest=digest,
+                      parsed=parsed, layout=None, actor=actor, progress=None)
+
+
+def layout_save(
+    *, tenant: Tenant, kind: str, mapping: dict[str, Any], sample: bytes, actor: str,
+) -> tuple[Layout, list[dict[str, Any]]]:
+    """Confirm a layout for the header of `sample`: the mapping must convert every sample
+    row (FileRefused otherwise). Returns the layout and the first converted rows."""
+    if kind not in Kind.values:
+        raise FileRefused(REASON_BAD_KIND, f"kind must be one of {', '.join(Kind.values)}")
+    columns = mapping.get("columns")
+    date_format = mapping.get("date_format")
+    decimal_separator = mapping.get("decimal_separator", ".")
+    if not isinstance(columns, dict) or not all(
+            isinstance(v, str) or (isinstance(v, list) and v and all(isinstance(x, str) for x in v))
+            for v in columns.values()):
+        raise FileRefused(REASON_BAD_MAPPING, "mapping.columns must be an object of field -> header "
+                          "(or, for an amount, a list of headers, \"-Header\" subtracting)")
+    unknown = sorted(set(columns) - set(CANONICAL[kind]))
+    if unknown:
+        raise FileRefused(REASON_BAD_MAPPING, f"not {kind} fields: {', '.join(unknown)}")
+    if not isinstance(date_format, str) or not date_format:
+        raise FileRefused(REASON_BAD_MAPPING, "mapping.date_format is required (e.g. \"%d/%m/%Y %H:%M\"); "
+                          "an ambiguous date is never guessed")
+    values = mapping.get("values", {})
+    if not isinstance(values, dict) or not all(
+            isinstance(v, dict) and all(isinstance(x, str) for x in v.values()) for v in values.values()):
+        raise FileRefused(REASON_BAD_MAPPING, "mapping.values must be an object of field -> {export word: value}")
+    if decimal_separator not in (".", ","):
+        raise FileRefused(REASON_BAD_MAPPING, "mapping.decimal_separator must be \".\" or \",\"")
+    text = decode(sample)
+    first_line = text.split("\n", 1)[0]
+    delimiter = mapping.get("delimiter") or sniff_delimiter(first_line)
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise FileRefused(REASON_BAD_MAPPING, "mapping.delimiter must be one character")
+    spec = LayoutSpec(columns=columns, date_format=date_format, decimal_separator=decimal_separator,
+                      delimiter=delimiter, values=values)
+    rows = list(parse_with_layout(text, kind=kind, spec=spec).rows)  # raises on the first bad row
+    header, _ = csv_rows(first_line, delimiter)
+    key = header_key(header)
+    with tenant_context(tenant), transaction.atomic():
+        layout, created = Layout.objects.update_or_create(
+            tenant=tenant, kind=kind, header_key=key,
+            defaults={"headers": [h.strip() for h in header], "columns": columns, "values": values,
+                      "date_format": date_format,
+                      "decimal_separator": decimal_separator, "delimiter": delimiter, "actor": actor},
+        )
+        audit_record(event="reconciliation.layout.confirmed", tenant=tenant, actor=actor,
+                     detail={"kind": kind, "action": "created" if created else "replaced", "count": len(rows)})
+    preview = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in sorted(r.items())}
+               for r in rows[:5]]
+    return layout, preview
