@@ -20,7 +20,8 @@ REASON_BAD_FORMAT = "invalid_export"
 REASON_NO_RUN = "run_not_found"
 _ERROR = inline_serializer("ReconError", {
     "error": serializers.CharField(), "detail": serializers.CharField(),
-    "field": serializers.CharField(required=False), "refusal_id": serializers.IntegerField(required=False),
+    "field": serializers.CharField(required=False),
+    "refusal_id": serializers.CharField(required=False),  # rf_... on every refusal (paypilot.refusals)
 })
 
 
