@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from django.conf import settings
 from django.db.models import Q
@@ -37,6 +38,9 @@ class SendContext:
     link: str  # PayPilot's own signed recovery link, minted for this send
     full_body: str  # exactly what would leave: body + link + disclosure
     now: datetime
+    # The HTML part exactly as it would leave, once emails carry one: the same guard reads
+    # its attributes and entities (dunning.guards.guard_check).
+    html_body: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,26 @@ def _cooldown(ctx: SendContext) -> bool:
 def _final_verdict_has(ctx: SendContext, code: str) -> bool:
     # The final text, link and disclosure included: dunning's guard allows our own host
     # and strips allowed links before looking for secrets, so the signed token is not one.
-    return code in guard_check(subject=ctx.subject, body=ctx.full_body).reasons
+    return code in _verdict(ctx).reasons
+
+
+def _verdict(ctx: SendContext) -> guards.GuardVerdict:
+    """The output guard over exactly what would leave; only the minted link may name our host."""
+    # The allowlist is part of the key: the same text may be judged again under new settings.
+    hosts = (tuple(settings.PAYPILOT_LINK_ALLOWED_HOSTS), settings.PAYPILOT_PUBLIC_BASE_URL)
+    return _verdict_of(ctx.subject, ctx.full_body, ctx.html_body, ctx.link, hosts)
+
+
+@lru_cache(maxsize=32)  # four gates read one verdict per send: compute it once
+def _verdict_of(subject: str, full_body: str, html_body: str | None, link: str,
+                hosts: tuple[tuple[str, ...], str]) -> guards.GuardVerdict:
+    return guard_check(subject=subject, body=full_body, html_body=html_body, minted=link)
+
+
+def _link_schemes(ctx: SendContext) -> bool:
+    """Only http(s) links: no `javascript:`, `data:`, `vbscript:`, `file:` or `//host`, in
+    any spelling (entities, percent-escapes, controls inside the scheme)."""
+    return not _final_verdict_has(ctx, guards.LINK_SCHEME_NOT_ALLOWED)
 
 
 def _link_hosts(ctx: SendContext) -> bool:
@@ -140,7 +163,7 @@ def _secret_text(ctx: SendContext) -> bool:
 
 def _output_guard(ctx: SendContext) -> bool:
     """Everything else the output guard refuses (card-like digits, leftover placeholders)."""
-    return guard_check(subject=ctx.subject, body=ctx.full_body).ok
+    return _verdict(ctx).ok
 
 
 # --- the table ----------------------------------------------------------------------------
@@ -155,6 +178,7 @@ NO_RECIPIENT = "no_recipient"
 RECIPIENT_NOT_ALLOWLISTED = "recipient_not_allowlisted"
 MAX_TOUCHES_REACHED = "max_touches_reached"
 COOLDOWN_ACTIVE = "cooldown_active"
+LINK_SCHEME_NOT_ALLOWED = "link_scheme_not_allowed"
 LINK_HOST_NOT_ALLOWED = "link_host_not_allowed"
 SECRET_SHAPED_TEXT = "secret_shaped_text"
 OUTPUT_GUARD_REFUSED = "output_guard_refused"
@@ -170,6 +194,7 @@ SEND_GATES: tuple[Gate, ...] = (
     Gate("recipient_allowlisted", RECIPIENT_NOT_ALLOWLISTED, _recipient_allowlisted),
     Gate("max_touches", MAX_TOUCHES_REACHED, _max_touches),
     Gate("cooldown", COOLDOWN_ACTIVE, _cooldown),
+    Gate("link_schemes", LINK_SCHEME_NOT_ALLOWED, _link_schemes),
     Gate("link_hosts", LINK_HOST_NOT_ALLOWED, _link_hosts),
     Gate("secret_text", SECRET_SHAPED_TEXT, _secret_text),
     Gate("output_guard", OUTPUT_GUARD_REFUSED, _output_guard),

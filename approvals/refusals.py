@@ -61,7 +61,7 @@ def _decision_refusals(tenant: Tenant | None, limit: int) -> list[Refusal]:
     rows = _scoped(model.objects.select_related("tenant"), tenant).order_by("-created_at", "-pk")
     return [
         Refusal("decision_refusals", r.gate, r.reason, r.created_at, r.tenant.slug,
-                {"refusal_id": r.pk, "field": r.field})
+                {"refusal_id": r.refusal_id, "field": r.field})
         for r in rows[:limit]
     ]
 

@@ -31,12 +31,13 @@ from decisions.schemas import (
 from decisions.validation import BodyRefused
 from paypilot.api import ApiError
 from paypilot.auth import Principal, authorize, tenant_object_or_404
+from paypilot.refusals import refusal_id_for
 
 logger = logging.getLogger("paypilot.decisions")
 
 _ERROR = inline_serializer("DecisionError", {
     "error": serializers.CharField(), "detail": serializers.CharField(),
-    "refusal_id": serializers.IntegerField(required=False),
+    "refusal_id": serializers.CharField(required=False),
     "field": serializers.CharField(required=False), "constraint": serializers.CharField(required=False),
 })
 _DECIDE_IN = inline_serializer("DecideInput", {
@@ -75,19 +76,21 @@ def _read_body(request: Request) -> bytes:
     return body
 
 
-def _refuse(principal: Principal, refused: BodyRefused) -> ApiError:
-    """Record the refusal (gate and reason only) and build the 4xx that names its row."""
+def _refuse(request: Request, principal: Principal, refused: BodyRefused) -> ApiError:
+    """Record the refusal (gate and reason only) and build the 4xx that names its row by
+    the request's refusal id (paypilot.refusals, which also audits it)."""
     # Only a field the contract knows is stored; an unknown key's name stays out of the log.
     known = refused.field if refused.field in validation.DECIDE_FIELDS else ""
+    refusal_id = refusal_id_for(request)
     try:
-        row = services.decision_refusal_record(tenant=principal.tenant, gate=refused.gate,
-                                               reason=refused.reason, field=known)
+        services.decision_refusal_record(tenant=principal.tenant, gate=refused.gate,
+                                         reason=refused.reason, field=known, refusal_id=refusal_id)
     except DatabaseError:
         logger.exception("decision refusal could not be recorded")
         return ApiError(503, "audit_unavailable", "the refusal could not be recorded")
     code = "invalid_input" if refused.status == 422 else refused.reason
     return ApiError(refused.status, code, refused.detail, reason=refused.reason,
-                    refusal_id=row.pk, **refused.extra())
+                    refusal_id=refusal_id, **refused.extra())
 
 
 def _not_found(request: Request, principal: Principal, invoice_id: str) -> NoReturn:
@@ -116,7 +119,7 @@ class DecideApi(APIView):
             data = validation.parse_object(_read_body(request))
             clean = validation.decide_input(data)
         except BodyRefused as refused:
-            raise _refuse(principal, refused) from None
+            raise _refuse(request, principal, refused) from None
         try:
             table = selectors.rule_table_active(tenant_id=principal.tenant.pk)
         except DatabaseError:

@@ -174,6 +174,9 @@ class DecisionRefusal(models.Model):
     gate = models.CharField(max_length=16, choices=Gate.choices)
     reason = models.CharField(max_length=64)  # body_too_large, invalid_body, unknown_field...
     field = models.CharField(max_length=64, blank=True)  # the field's name when one is at fault
+    # The id the refused caller got (paypilot.refusals). Nullable because SQLite adds a
+    # nullable column in place; a NOT NULL one rebuilds the table and drops its triggers.
+    refusal_id = models.CharField(max_length=32, null=True, blank=True, db_index=True)  # noqa: DJ001
     created_at = models.DateTimeField()
 
     class Meta:

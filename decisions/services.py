@@ -143,10 +143,12 @@ def _insert_sql(vendor: str) -> str:
     return f"INSERT INTO {table} ({columns}) VALUES ({marks}) RETURNING {quote('id')}"
 
 
-def decision_refusal_record(*, tenant: Tenant, gate: str, reason: str, field: str = "") -> DecisionRefusal:
-    """Append a refusal row: the gate, a reason code and at most a known field's name."""
+def decision_refusal_record(*, tenant: Tenant, gate: str, reason: str, field: str = "",
+                            refusal_id: str | None = None) -> DecisionRefusal:
+    """Append a refusal row: the gate, a reason code, at most a known field's name, and the
+    refusal id the caller is answered with."""
     return DecisionRefusal.objects.create(tenant=tenant, gate=gate, reason=reason, field=field[:64],
-                                          created_at=now_ms())
+                                          refusal_id=refusal_id, created_at=now_ms())
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ Erasure keeps what the figures need and removes the person:
 - columns with choices and code columns (`KEEP_COLUMNS`: currency, state, failure code...)
   and every number, date and boolean are kept, so reports do not change;
 - identifiers (`*_id`, `*_ref`, `*_key`, `external_id`) are replaced by their salted hash
-  (`pii_hash`), consistently, so a hashed invoice id still joins its decision rows;
+  (`pii_hash`), consistently, so a hashed invoice id still joins its decision rows; so is
+  every occurrence of one inside another string (a raw payload's `/v1/invoices/<id>/lines`,
+  a `resource_key` of `invoice:<id>`), matched between non-alphanumeric boundaries;
 - every other text column of the subject's rows is emptied (names, e-mails, plans,
   payment-history notes, draft and approval copy, edit history, hosted invoice URLs);
 - in rows that only mention them, each occurrence is replaced by "[erased]"; a raw payload
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.db import models
@@ -74,7 +77,20 @@ class Subject:
     # Parts of a name find nothing on their own (another customer may share a first name);
     # they are removed only from rows already known to be about the subject.
     name_parts: list[str] = field(default_factory=list)
-    identifiers: set[str] = field(default_factory=set)  # matched whole
+    identifiers: set[str] = field(default_factory=set)  # matched as whole tokens
+
+    @cached_property  # read once _collect_terms has filled `identifiers`
+    def identifier_pattern(self) -> re.Pattern[str] | None:
+        """Any identifier as a whole token: not inside a longer run of letters and digits
+        (`in_12` must not match inside `in_123`), longest first."""
+        if not self.identifiers:
+            return None
+        alternatives = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
+        return re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
+
+    def hash_identifiers(self, text: str) -> str:
+        pattern = self.identifier_pattern
+        return text if pattern is None else pattern.sub(lambda m: pii_hash(m.group(0)), text)
 
     @property
     def hash(self) -> str:
@@ -159,7 +175,8 @@ def _mentions_in(value: Any, subject: Subject) -> bool:
     lowered = value.lower()
     if any(term.lower() in lowered for term in subject.terms):
         return True
-    return any(f'"{ident}"' in value or value == ident for ident in subject.identifiers)
+    pattern = subject.identifier_pattern
+    return pattern is not None and pattern.search(value) is not None
 
 
 def _find_mentions(subject: Subject) -> records.Rows:
@@ -179,7 +196,8 @@ def _find_mentions(subject: Subject) -> records.Rows:
             for f in plain:
                 for term in subject.terms:
                     match |= Q(**{f"{f.name}__icontains": term})
-                match |= Q(**{f"{f.name}__in": subject.identifiers})
+                for ident in subject.identifiers:  # narrowed in Python to whole tokens
+                    match |= Q(**{f"{f.name}__contains": ident})
             qs = qs.filter(match)
         for row in qs.values("pk", *[f.attname for f in fields]).iterator(chunk_size=2000):
             if any(_mentions_in(row[f.attname], subject) for f in fields):
@@ -229,15 +247,13 @@ def subject_export(*, subject: Subject, actor: str = "system") -> dict[str, Any]
 def _redact_text(text: str, subject: Subject) -> str:
     for term in [*subject.terms, *subject.name_parts]:
         text = re.sub(re.escape(term), ERASED, text, flags=re.IGNORECASE)
-    for ident in subject.identifiers:
-        text = text.replace(f'"{ident}"', f'"{pii_hash(ident)}"')
-    return text
+    return subject.hash_identifiers(text)
 
 
 def _redact_json(value: Any, subject: Subject, *, payload: bool) -> Any:
     """Strings naming the subject go; in a raw payload every free-text string goes too."""
-    if isinstance(value, dict):
-        return {k: _redact_json(v, subject, payload=payload) for k, v in value.items()}
+    if isinstance(value, dict):  # an id can be a key too (metadata keyed by customer)
+        return {subject.hash_identifiers(k): _redact_json(v, subject, payload=payload) for k, v in value.items()}
     if isinstance(value, list):
         return [_redact_json(v, subject, payload=payload) for v in value]
     if isinstance(value, str):
@@ -248,6 +264,7 @@ def _redact_json(value: Any, subject: Subject, *, payload: bool) -> Any:
             return ERASED
         if payload and value and not _CODE_LIKE.match(value):
             return ERASED
+        return subject.hash_identifiers(value)  # an id inside a URL or a derived key
     return value
 
 

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from paypilot.api import ApiError
 from paypilot.models import ApiToken, Role, Tenant
 from paypilot.ratelimit import client_address
+from paypilot.refusals import refusal_audited, refusal_id_for
 from paypilot.services import audit_record, token_parse, token_touch, token_verify
 from paypilot.tenancy import bind_request_tenant, bind_token_tenant
 
@@ -68,6 +69,7 @@ def client_prefix(remote_addr: str | None) -> str:
 def _reject(request: Request | Any, *, status: int, reason: str, tenant: Tenant | None,
             token: ApiToken | None) -> ApiError:
     detail: dict[str, Any] = {
+        "refusal_id": refusal_id_for(request),  # the id the answer carries (paypilot.refusals)
         "reason": reason,
         "path": getattr(request, "path", ""),
         "method": getattr(request, "method", ""),
@@ -81,6 +83,7 @@ def _reject(request: Request | Any, *, status: int, reason: str, tenant: Tenant 
         actor=f"token:{token.prefix}" if token else "anonymous",
         detail=detail,
     )
+    refusal_audited(request)
     if status == 401:
         return ApiError(401, "unauthorized", "a valid bearer token is required")
     if status == 404:

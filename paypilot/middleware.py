@@ -1,4 +1,4 @@
-"""Request context (id, timing, access log, security headers) and rate limits."""
+"""Request context (id, timing, access log, security headers and CSP) and rate limits."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from paypilot.db import connection_drop_after_failure
 from paypilot.jsonlimits import REASON_BODY_TOO_LARGE
 from paypilot.metrics import LATENCY, REQUESTS
 from paypilot.ratelimit import client_address, client_key, counter_hit
+from paypilot.refusals import refusal_scope_enter, refusal_scope_exit, refusal_stamp
 
 access_log = logging.getLogger("paypilot.access")
 
@@ -28,6 +29,33 @@ _SECURITY_HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
 }
+
+# Content-Security-Policy: same origin only, no plugins, no framing, no <base>, forms post
+# back to us. Django 5.2 has no CSP of its own and one header needs no package.
+_CSP_STRICT = ("default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; "
+               "object-src 'none'")
+# Pages whose templates carry an inline <style> block (the admin console's review page and
+# the ledger report with its SVG charts, the report sample, the ACH table) may use inline
+# styles; scripts stay same-origin everywhere. Swagger UI (/docs) needs only data: images
+# (its stylesheet draws its icons so); ReDoc (/redoc) writes its styles into <style>
+# elements at run time and runs its search in a blob: worker. Measured in Chromium by
+# paypilot/tests/test_csp_browser.py.
+_CSP_INLINE_STYLE = f"{_CSP_STRICT}; style-src 'self' 'unsafe-inline'"
+_CSP_BY_PREFIX: tuple[tuple[str, str], ...] = (
+    ("/docs", f"{_CSP_STRICT}; img-src 'self' data:"),
+    ("/redoc", f"{_CSP_INLINE_STYLE}; img-src 'self' data:; worker-src 'self' blob:"),
+    ("/admin/", _CSP_INLINE_STYLE),
+    ("/report", _CSP_INLINE_STYLE),
+    ("/ach-returns", _CSP_INLINE_STYLE),
+)
+
+
+def csp_for(path: str) -> str:
+    """The Content-Security-Policy for a path: the strict one unless a page needs more."""
+    for prefix, policy in _CSP_BY_PREFIX:
+        if path.startswith(prefix):
+            return policy
+    return _CSP_STRICT
 
 
 class RequestContextMiddleware:
@@ -42,12 +70,18 @@ class RequestContextMiddleware:
         incoming = request.META.get("HTTP_X_REQUEST_ID", "")
         request_id = incoming if _SANE_REQUEST_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = request_id  # type: ignore[attr-defined]
-        response = _body_too_large(request) or self.get_response(request)
+        scope = refusal_scope_enter(request)
+        try:
+            response = _body_too_large(request) or self.get_response(request)
+        finally:
+            refusal_scope_exit(scope)
+        refusal_stamp(request, response)  # a refusal id on every 4xx (paypilot.refusals)
         elapsed_ms = (time.perf_counter() - started) * 1000
         response["X-Request-ID"] = request_id
         response["X-Process-Time"] = f"{elapsed_ms:.2f}ms"
         for header, value in _SECURITY_HEADERS.items():
             response.headers.setdefault(header, value)
+        response.headers.setdefault("Content-Security-Policy", csp_for(request.path))
         if response.status_code == 503:  # every "unavailable" tells the client when to retry
             response.headers.setdefault("Retry-After", str(settings.PAYPILOT_DB_RETRY_AFTER_SECONDS))
             # And the next request gets a fresh connection (a SQLite one opened on a
@@ -67,6 +101,7 @@ class RequestContextMiddleware:
                         "ms": round(elapsed_ms, 2),
                         "client": client_prefix(client_address(request)),
                         "request_id": request_id,
+                        **({"refusal_id": request.refusal_id} if hasattr(request, "refusal_id") else {}),
                     },
                     separators=(",", ":"),
                 )

@@ -22,7 +22,9 @@ ERROR_SCHEMA = {
     "properties": {
         "error": {"type": "string", "description": "reason code, e.g. unauthorized, rate_limited"},
         "detail": {"type": "string"},
-        "refusal_id": {"description": "the id of the audit row recording this refusal, where one was written"},
+        "refusal_id": {"type": "string", "pattern": "^rf_[0-9a-f]{20}$",
+                       "description": "this refusal's id, also in the X-Refusal-ID header; it finds the "
+                                      "refusal's audit row (a 429's only the access log)"},
         "field": {"type": "string", "description": "the request field at fault (422)"},
         "constraint": {"type": "string", "description": "the constraint it broke (422)"},
     },

@@ -44,6 +44,7 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         "to_state", "cause", "model", "prompt_hash", "verdict", "fallback_used", "count",
         "counts", "subject_hash", "tenant", "operation", "arm", "kind", "note_hash",
         "action", "slug", "status_from", "status_to", "refusal", "dry_run", "attempt",
+        "refusal_id", "route",
         "amount_minor", "currency", "locale", "source", "edited", "approver", "approvals",
         # ledger inputs (issue 12): refunds, inconsistencies, provider-time corrections
         "refunded_minor", "recovered_minor", "expected_currency", "received_currency",

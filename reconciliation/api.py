@@ -57,7 +57,8 @@ _REVIEW_EXAMPLE = OpenApiExample("a duplicate capture and a dispute due", respon
 })
 _ERROR = inline_serializer("ReconError", {
     "error": serializers.CharField(), "detail": serializers.CharField(),
-    "field": serializers.CharField(required=False), "refusal_id": serializers.IntegerField(required=False),
+    "field": serializers.CharField(required=False),
+    "refusal_id": serializers.CharField(required=False),  # rf_... on every refusal (paypilot.refusals)
 })
 
 

@@ -36,7 +36,8 @@ step() { echo "== $*"; }
 # Production-like environment (docs/configuration.md), shared by every process below.
 export DJANGO_SECRET_KEY="$(head -c 48 /dev/urandom | base64 | tr -d "/+=\n")$(head -c 48 /dev/urandom | base64 | tr -d "/+=\n")"
 export PAYPILOT_REQUIRE_SECRET_KEY=1 DJANGO_ALLOWED_HOSTS=127.0.0.1,localhost
-export DJANGO_BEHIND_TLS_PROXY=1 DJANGO_SECURE_SSL_REDIRECT=1 DJANGO_SECURE_COOKIES=1 DJANGO_HSTS_SECONDS=31536000
+# PAYPILOT_TLS=1 as docs/deploy.md says: HTTPS redirect, secure cookies, a year of HSTS.
+export PAYPILOT_TLS=1 DJANGO_BEHIND_TLS_PROXY=1
 export PAYPILOT_PII_SALT="smoke-salt-$run_id" DJANGO_STATIC_ROOT="$WORK/static"
 export REDIS_URL
 unset PAYPILOT_TESTING PAYPILOT_Q_SYNC
@@ -72,6 +73,10 @@ for _ in $(seq 1 60); do
   sleep 0.5
 done
 grep -q '"database": *"ok"' "$WORK/health.json" || { cat "$WORK/web.log"; exit 1; }
+# Over TLS (as the proxy reports it) every answer carries HSTS and the strict CSP.
+headers=$(curl -fsS -o /dev/null -D - -H "X-Forwarded-Proto: https" "http://127.0.0.1:$PORT/health")
+grep -qi "^strict-transport-security: max-age=31536000" <<<"$headers" || { echo "$headers"; exit 1; }
+grep -qi "^content-security-policy: default-src 'self'" <<<"$headers" || { echo "$headers"; exit 1; }
 # An authenticated call works under row-level security (token lookup, tenant binding).
 curl -fsS -H "X-Forwarded-Proto: https" -H "Authorization: Bearer $token" \
   "http://127.0.0.1:$PORT/tokens" | grep -q "${token:3:10}"

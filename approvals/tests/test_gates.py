@@ -48,7 +48,8 @@ def test_gate_order_is_the_documented_one():
     assert [g.reason for g in gates.SEND_GATES] == [
         "tenant_inactive", "invoice_closed", "holdout_arm", "not_approved", "approval_expired",
         "sending_disabled", "no_recipient", "recipient_not_allowlisted", "max_touches_reached",
-        "cooldown_active", "link_host_not_allowed", "secret_shaped_text", "output_guard_refused",
+        "cooldown_active", "link_scheme_not_allowed", "link_host_not_allowed", "secret_shaped_text",
+        "output_guard_refused",
     ]
     assert len(gates.REASON_GATES) == len(gates.SEND_GATES)
 
@@ -193,6 +194,23 @@ def test_dry_runs_do_not_start_a_cooldown(tenant, approver, make_approval, sendi
 
 def test_link_host_not_allowed(approved):
     approval = approved(body="Pay now at http://evil.example/pay please.")
+    _refused(approval, "link_host_not_allowed")
+
+
+@pytest.mark.parametrize("body", [
+    "Pay now: javascript:alert(document.cookie)",
+    "Pay now: &#106;avascript&colon;alert(1)",
+    "Pay now: data:text/html;base64,PHNjcmlwdD4=",
+    "Pay now: //evil.example/pay",
+])
+def test_link_scheme_not_allowed(approved, body):
+    _refused(approved(body=body), "link_scheme_not_allowed")
+
+
+def test_only_the_minted_link_to_our_host(approved, settings):
+    # Another /r/ link on our own host (an older email's, another invoice's) is not the one
+    # minted for this send.
+    approval = approved(body=f"Pay with {settings.PAYPILOT_PUBLIC_BASE_URL}/r/eyJpIjoxfQ:1old:AbCdEf today.")
     _refused(approval, "link_host_not_allowed")
 
 

@@ -65,7 +65,7 @@ def _refusal(response, status: int, code: str) -> DecisionRefusal:  # type: igno
     assert response.status_code == status, response.content
     body = response.json()
     assert body["error"] == code
-    refusal = DecisionRefusal.objects.get(pk=body["refusal_id"])
+    refusal = DecisionRefusal.objects.get(refusal_id=body["refusal_id"])
     return refusal
 
 
@@ -138,9 +138,11 @@ def test_unknown_fields_refused_by_name(client, extra_field):  # type: ignore[no
 def test_refusal_row_holds_no_input(client):  # type: ignore[no-untyped-def]
     post(client, {"invoice_id": "in_secret_77", "failure_code": "card_expired", "attempt": 99})
     row = DecisionRefusal.objects.get()
-    # Only these columns exist besides id, tenant and time; none can hold the input.
+    # Only these columns exist besides id, tenant and time; none can hold the input (the
+    # refusal id is minted by the server: paypilot.refusals).
     assert {f.attname for f in DecisionRefusal._meta.fields} == {"id", "tenant_id", "gate", "reason", "field",
-                                                                 "created_at"}
+                                                                 "refusal_id", "created_at"}
+    assert row.refusal_id.startswith("rf_")
     assert (row.gate, row.reason, row.field) == ("fields", "invalid_field", "attempt")
 
 

@@ -51,8 +51,11 @@ def test_other_tenants_invoice_is_404_not_empty(tenant, other_tenant, api_client
     missing = client.get("/decisions/in_nobody")
     response = client.get("/decisions/in_theirs")
     assert response.status_code == missing.status_code == 404
-    assert response.json() == missing.json()
-    # The cross-tenant attempt is audited; the plain miss is not.
+    # Identical but for each answer's own refusal id (paypilot.refusals).
+    theirs_body, missing_body = response.json(), missing.json()
+    assert theirs_body.pop("refusal_id") != missing_body.pop("refusal_id")
+    assert theirs_body == missing_body
+    # The cross-tenant attempt is audited as one; the plain miss only as a refused request.
     rejected = AuditEvent.objects.filter(event="paypilot.auth.rejected", tenant=tenant)
     assert [e.detail["reason"] for e in rejected] == ["cross_tenant"]
 

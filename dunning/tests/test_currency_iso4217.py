@@ -20,8 +20,10 @@ def test_unknown_currency_is_422_and_writes_nothing(tenant, api_client_for, curr
     response = client.post("/payment-failed", data=json.dumps({**EVENT, "currency": currency}),
                            content_type="application/json")
     assert response.status_code == 422
-    assert response.json() | {"detail": ""} == {"error": "invalid_input", "field": "currency",
-                                                 "constraint": "currency_unknown", "detail": ""}
+    assert response.json()["refusal_id"] == response["X-Refusal-ID"]  # paypilot.refusals
+    assert response.json() | {"detail": "", "refusal_id": ""} == {
+        "error": "invalid_input", "field": "currency", "constraint": "currency_unknown", "detail": "",
+        "refusal_id": ""}
     assert currency not in response.content.decode()  # the value is never echoed
     assert not Invoice.objects.exists() and not Draft.objects.exists()
 

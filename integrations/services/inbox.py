@@ -32,6 +32,7 @@ from integrations.services.inbox_sql import event_insert, queue_broker
 from integrations.services.processing import ProcessingFailed
 from paypilot.models import Tenant
 from paypilot.ratelimit import client_key, counter_hit
+from paypilot.refusals import refusal_audit_detail
 from paypilot.services import audit_record
 from paypilot.tenancy import set_current_tenant, tenant_context
 
@@ -232,7 +233,8 @@ def _reject(tenant: Tenant, provider: str, reason: str, *, status: int = 400, no
         event="integrations.webhook.rejected",
         tenant=tenant,
         actor=provider,
-        detail={"provider": provider, "reason": reason, **({"kind": note} if note else {})},
+        detail={"provider": provider, "reason": reason, **({"kind": note} if note else {}),
+                **refusal_audit_detail()},  # the id the refused provider is answered with
     )
     detail = {
         REASON_SECRET_NOT_CONFIGURED: "no webhook secret is configured for this tenant and provider",

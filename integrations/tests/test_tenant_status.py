@@ -129,10 +129,14 @@ def test_deactivated_tenant_gets_410_and_nothing_is_stored(stripe_tenant, post_s
     for name in ("invoice_payment_failed", "invoice_paid"):
         response = post_stripe(load_fixture("stripe", name))
         assert response.status_code == 410
-        assert response.json() == {"error": "tenant_deactivated",
-                                   "detail": "this tenant is closed and accepts no more webhooks"}
+        body = response.json()
+        refusal_id = body.pop("refusal_id")  # every refusal carries one (paypilot.refusals)
+        assert body == {"error": "tenant_deactivated",
+                        "detail": "this tenant is closed and accepts no more webhooks"}
+        assert AuditEvent.objects.get(detail__refusal_id=refusal_id).event == "paypilot.request.refused"
     assert not WebhookEvent.objects.exists() and not Invoice.objects.exists()
-    assert AuditEvent.objects.count() == before
+    # Nothing else is written: only the two refusals' own audit rows.
+    assert AuditEvent.objects.exclude(event="paypilot.request.refused").count() == before
 
 
 def test_event_stored_while_suspended_then_processed_after_deactivation_drafts_nothing(

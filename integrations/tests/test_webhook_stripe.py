@@ -76,7 +76,8 @@ def test_bad_signature_is_400_audited_and_nothing_stored(stripe_tenant, post_str
     assert response.json()["error"] == "signature_mismatch"
     assert not WebhookEvent.objects.exists() and not Invoice.objects.exists()
     audit = AuditEvent.objects.get(event="integrations.webhook.rejected")
-    assert audit.detail == {"provider": "stripe", "reason": "signature_mismatch"}
+    assert audit.detail == {"provider": "stripe", "reason": "signature_mismatch",
+                            "refusal_id": response.json()["refusal_id"]}  # paypilot.refusals
 
 
 def test_body_changed_after_signing_is_refused(stripe_tenant, post_stripe):

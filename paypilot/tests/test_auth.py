@@ -57,9 +57,13 @@ def test_missing_or_bad_token_gets_one_uniform_401(tenant, header):
         client.credentials(HTTP_AUTHORIZATION=header)
     response = client.get("/tokens")
     assert response.status_code == 401
-    assert response.json() == {"error": "unauthorized", "detail": "a valid bearer token is required"}
+    body = response.json()
+    refusal_id = body.pop("refusal_id")
+    assert body == {"error": "unauthorized", "detail": "a valid bearer token is required"}
     assert response["WWW-Authenticate"].startswith("Bearer")
-    assert len(_rejections()) == 1
+    assert response["X-Refusal-ID"] == refusal_id
+    [event] = _rejections()
+    assert event.detail["refusal_id"] == refusal_id
 
 
 def test_right_prefix_wrong_secret_is_401(tenant):
@@ -90,7 +94,9 @@ def test_other_tenants_object_is_404_identical_to_missing(tenant, other_tenant):
     foreign = client.get(f"/tokens/{theirs.token.prefix}")
     missing = client.get("/tokens/ffffffffff")
     assert foreign.status_code == missing.status_code == 404
-    assert foreign.json() == missing.json() == {"error": "not_found", "detail": "not found"}
+    foreign_body, missing_body = foreign.json(), missing.json()
+    assert foreign_body.pop("refusal_id") != missing_body.pop("refusal_id")  # one id per answer
+    assert foreign_body == missing_body == {"error": "not_found", "detail": "not found"}
     [event] = _rejections()
     assert event.detail["reason"] == "cross_tenant"
     assert event.tenant == tenant

@@ -278,4 +278,7 @@ def test_signed_webhook_refusals(setup: Setup, endpoint: str, name: str, status:
     if status == 413:
         assert response.json()["error"] == "body_too_large"
     else:
-        assert response.json() | {"detail": ""} == {"error": "invalid_payload", "reason": reason, "detail": ""}
+        # Every refusal carries its own id (paypilot.refusals): compared apart from the rest.
+        assert response.json()["refusal_id"] == response["X-Refusal-ID"]
+        assert response.json() | {"detail": "", "refusal_id": ""} == {
+            "error": "invalid_payload", "reason": reason, "detail": "", "refusal_id": ""}
