@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from decisions import services, versions
 from decisions.models import DecisionOutcome, DecisionRecord, DecisionRefusal, RuleVersion, RuleVersionRow
@@ -47,7 +47,16 @@ class _ReadOnly(TenantScopedReadOnlyAdmin):
 @admin.register(DecisionRecord)
 class DecisionRecordAdmin(_ReadOnly):
     list_display = ["decided_at", "tenant", "invoice_ref", "rule_fired", "matched", "churn_risk", "action",
-                    "escalated", "source", "rules_version", "rule_version_id"]
+                    "escalated", "source", "rules_version", "rule_version_id", "network_rules_col"]
+
+    @admin.display(description="network rules")
+    def network_rules_col(self, obj: DecisionRecord) -> str:
+        """The card-network rules that shaped the decision, each with where it comes from."""
+        return format_html_join(
+            ", ", '<a href="{}" title="{}">{}</a>',
+            ((rule.get("source_url", ""), f'{rule.get("summary", "")} ({rule.get("source", "")})',
+              rule.get("rule_id", "")) for rule in obj.network_rules or []),
+        ) or "-"
     list_filter = ["tenant", RuleFilter, "matched", RiskFilter, "source", RulesVersionFilter]
     search_fields = ["invoice_ref__prefix"]
     search_help_text = SEARCH_HELP

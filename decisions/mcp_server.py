@@ -18,6 +18,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from decisions import rails
+from decisions.network import NETWORK_RULES, NETWORKS, network_verdict
 
 SERVER_NAME = "paypilot-decisions"
 TOOL_NAMES = ("lookup_return_code", "list_decisions", "explain")
@@ -31,6 +32,10 @@ REASON_CODE_EMPTY = "code_empty"  # nothing but white space
 # run in the tool so a refusal is a structured tool error rather than a validation dump
 # that repeats the input.
 Rail = Annotated[str, Field(description="Bank rail", json_schema_extra={"enum": list(rails.RAILS)})]
+# `explain` also answers for the card networks' retry rules (decisions/network.py).
+ExplainRail = Annotated[str, Field(description="Bank rail, or a card network (visa: a decline code; mastercard: "
+                                               "a Merchant Advice Code)",
+                                   json_schema_extra={"enum": [*rails.RAILS, *NETWORKS]})]
 Code = Annotated[str, Field(description="Return code as the bank reports it, e.g. R01 or MD06",
                             json_schema_extra={"maxLength": MAX_CODE_LENGTH, "minLength": 1})]
 
@@ -55,9 +60,9 @@ def _refused(reason: str, **detail: Any) -> Any:
                           is_error=True)
 
 
-def _refusal(code: str | None, rail: str) -> Any | None:
-    if rail not in rails.RAILS:
-        return _refused(REASON_UNKNOWN_RAIL, rails=list(rails.RAILS))
+def _refusal(code: str | None, rail: str, allowed: tuple[str, ...] = rails.RAILS) -> Any | None:
+    if rail not in allowed:
+        return _refused(REASON_UNKNOWN_RAIL, rails=list(allowed))
     if code is not None and len(code) > MAX_CODE_LENGTH:
         return _refused(REASON_CODE_TOO_LONG, max_length=MAX_CODE_LENGTH)
     if code is not None and not code.strip():
@@ -76,10 +81,39 @@ def list_decisions(rail: Rail = "ach") -> dict[str, Any]:
     return _refusal(None, rail) or rails.list_decisions(rail)
 
 
-def explain(code: Code, rail: Rail = "ach") -> dict[str, Any]:
+def explain(code: Code, rail: ExplainRail = "ach") -> dict[str, Any]:
     """Which row fired for a code and why, and what the table does and does not state about
-    the code's family."""
-    return _refusal(code, rail) or rails.explain(code, rail)
+    the code's family. For a card network (visa, mastercard): which retry rules the network's
+    code triggers, each with its id and source, and the attempt limits that always apply."""
+    refused = _refusal(code, rail, (*rails.RAILS, *NETWORKS))
+    if refused is not None:
+        return refused  # type: ignore[no-any-return]
+    if rail in NETWORKS:
+        return _explain_network(code.strip(), rail)
+    return rails.explain(code, rail)
+
+
+def _explain_network(code: str, network: str) -> dict[str, Any]:
+    signal = "network_advice_code" if network == "mastercard" else "network_decline_code"
+    verdict = network_verdict(card_brand=network, **{signal: code})
+    limits = [rule.citation() | {"max_attempts": rule.max_attempts, "window_days": rule.window_days}
+              for rule in NETWORK_RULES if rule.network == network and rule.signal == "declined"]
+    if verdict.never_retry:
+        retry = "never"
+    elif verdict.update_required:
+        retry = "after_card_update"
+    elif verdict.min_wait is not None:
+        retry = "after_wait"
+    else:
+        retry = "allowed_within_limits"
+    return {
+        "rail": network, "code": code.upper() if network == "visa" else code, "signal": signal,
+        "matched": bool(verdict.rules), "retry": retry,
+        "wait_hours": int(verdict.min_wait.total_seconds() // 3600) if verdict.min_wait else None,
+        "rules": verdict.citations(), "limits": limits,
+        "reason": ("; ".join(rule.summary for rule in verdict.rules) if verdict.rules else
+                   f"No {network} rule names this code; the attempt limits below still apply."),
+    }
 
 
 def build_server() -> MCPServer:

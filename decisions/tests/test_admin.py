@@ -26,3 +26,13 @@ def test_changelist_renders(admin_client, tenant):  # type: ignore[no-untyped-de
     DecisionRecordFactory(tenant=tenant, invoice_ref="in_admin_1")
     response = admin_client.get("/admin/decisions/decisionrecord/")
     assert response.status_code == 200 and b"in_admin_1" in response.content
+
+
+def test_decision_changelist_names_the_network_rules_with_their_sources(admin_client, tenant):  # type: ignore[no-untyped-def]
+    from decisions import rules, services
+
+    decision = rules.decide(failure_code="insufficient_funds", card_brand="mastercard", network_advice_code="03")
+    services.decision_record(tenant=tenant, invoice_ref="in_mc_admin", decision=decision, source="api")
+    page = admin_client.get("/admin/decisions/decisionrecord/").content.decode()
+    assert "mc_mac_03_never" in page
+    assert decision.network_rules[0]["source_url"] in page

@@ -123,9 +123,10 @@ def test_refused_calls_are_tool_errors_with_a_structured_reason_and_no_echo() ->
 
 def test_schema_declares_the_rail_enum_the_length_cap_and_a_server_version() -> None:
     answers = asyncio.run(_refusals())
-    for name in ("lookup_return_code", "list_decisions", "explain"):
+    for name in ("lookup_return_code", "list_decisions"):
         rail = answers["tools"][name].input_schema["properties"]["rail"]
         assert rail["enum"] == list(mcp_server.rails.RAILS)
+    assert answers["tools"]["explain"].input_schema["properties"]["rail"]["enum"][:3] == list(mcp_server.rails.RAILS)
     code = answers["tools"]["explain"].input_schema["properties"]["code"]
     assert code["maxLength"] == mcp_server.MAX_CODE_LENGTH
     info = answers["server_info"]
@@ -144,3 +145,36 @@ def test_stdout_carries_only_the_protocol() -> None:
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     # Whatever the server answers, every stdout line is a JSON-RPC message; logs go to stderr.
     assert all(json.loads(line).get("jsonrpc") == "2.0" for line in lines)
+
+
+async def _network_explanations() -> dict[str, Any]:
+    async with Client(mcp_server.build_server(), read_timeout_seconds=30) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        return {
+            "tools": tools,
+            "mac03": await client.call_tool("explain", {"code": "03", "rail": "mastercard"}),
+            "mac26": await client.call_tool("explain", {"code": "26", "rail": "mastercard"}),
+            "visa46": await client.call_tool("explain", {"code": "46", "rail": "visa"}),
+            "visa51": await client.call_tool("explain", {"code": "51", "rail": "visa"}),
+            "lookup_visa": await client.call_tool("lookup_return_code", {"code": "46", "rail": "visa"}),
+        }
+
+
+def test_explain_cites_the_card_network_rules() -> None:
+    answers = asyncio.run(_network_explanations())
+    assert answers["tools"]["explain"].input_schema["properties"]["rail"]["enum"] == [
+        *mcp_server.rails.RAILS, "visa", "mastercard"]
+    mac03 = answers["mac03"].structured_content
+    assert not answers["mac03"].is_error
+    assert (mac03["matched"], mac03["retry"]) == (True, "never")
+    assert mac03["rules"][0]["rule_id"] == "mc_mac_03_never" and mac03["rules"][0]["source_url"].startswith("https://")
+    assert [limit["rule_id"] for limit in mac03["limits"]] == ["mc_tpe_30d_limit"]
+    mac26 = answers["mac26"].structured_content
+    assert (mac26["retry"], mac26["wait_hours"]) == ("after_wait", 48)
+    assert answers["visa46"].structured_content["rules"][0]["rule_id"] == "visa_cat1_never"
+    visa51 = answers["visa51"].structured_content
+    assert (visa51["matched"], visa51["retry"]) == (False, "allowed_within_limits")
+    assert visa51["limits"][0]["max_attempts"] == 15
+    # The bank-rail tools keep their bank-rail enum.
+    assert answers["lookup_visa"].is_error is True
+    assert answers["lookup_visa"].structured_content["error"] == "unknown_rail"

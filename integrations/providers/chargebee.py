@@ -197,10 +197,27 @@ def _payment_failed(content: Mapping[str, Any], at: datetime | None) -> DomainEv
         or str(customer.get("company") or ""),
         retry_at=_timestamp(invoice.get("next_retry_at")),
         occurred_at=at,
+        **network_answer(content, transaction),
     )
     if exhausted:
         return RetriesExhausted(external_invoice_id=failure.external_invoice_id, failure=failure, occurred_at=at)
     return failure
+
+
+def network_answer(content: Mapping[str, Any], transaction: Mapping[str, Any]) -> dict[str, str]:
+    """The card brand and the network's decline code, for the network retry rules, where
+    Chargebee passes them on: the transaction's `gateway_error_detail.network_error_code`
+    (Chargebee's Transaction resource, `GatewayErrorDetail`: rubydoc.info/gems/chargebee/
+    ChargeBee/Transaction/GatewayErrorDetail) and the card's `card_type` (the event's `card`
+    resource). Chargebee names no Merchant Advice Code field, so none is read. Absent: ""."""
+    detail = transaction.get("gateway_error_detail")
+    card = content.get("card")
+    code = str((detail or {}).get("network_error_code") or "").strip() if isinstance(detail, Mapping) else ""
+    brand = str((card or {}).get("card_type") or "").strip() if isinstance(card, Mapping) else ""
+    return {
+        "card_brand": brand if len(brand) <= 32 and brand.replace("_", "").isalnum() else "",
+        "network_decline_code": code if len(code) <= 4 and code.isalnum() else "",
+    }
 
 
 def _payment_succeeded(content: Mapping[str, Any], at: datetime | None) -> DomainEvent:
