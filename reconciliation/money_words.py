@@ -86,7 +86,8 @@ def numbers_in(text: str) -> list[tuple[set[Decimal], bool, bool, int, int]]:
         readings = number_readings(match.group(1))
         rest = text[match.end():]
         percent = bool(_PERCENT_AFTER.match(rest))
-        cents = bool(_CENTS_AFTER.match(rest)) and not percent
+        # Matched in place (not on the rest) so `20p` sees its digit before the `p`.
+        cents = bool(_CENTS_AFTER.match(text, match.end())) and not percent
         if cents:
             readings |= {r / 100 for r in readings}
         found.append((readings, percent, cents, match.start(), match.end()))

@@ -111,7 +111,7 @@ def _unit_problem(name: str, term: Term, number: Decimal, currency: str) -> str 
         if unit not in (PERCENT, "%"):
             return f"a percentage is given in per cent, not {unit or 'no unit'}"
         if number < low and number * 100 >= low:
-            return f"{number} looks like a fraction; give per cent ({number * 100:f})"
+            return f"{number} looks like a fraction; give per cent ({(number * 100).normalize():f})"
         if not low <= number <= high:
             return f"{number}% is outside {low}% to {high}%"
         return None
@@ -153,6 +153,9 @@ def _check(name: str, term: Term, *, document: str, currency: str, dollar: str, 
     quote = normalise(term.quote or "")
     if not quote or len(quote) > MAX_QUOTE_CHARS or quote not in document:
         return _result(term, value=value, reason=QUOTE_NOT_FOUND)
+    if name in ("fixed_fee", "chargeback_fee") and not (term.unit or "").strip():
+        return _result(term, value=value, reason=CURRENCY_NOT_READ,
+                       detail="neither the clause nor the document names the currency of this amount")
     problem = _unit_problem(name, term, number, currency)
     if problem:
         return _result(term, value=value, reason=UNIT_ERROR, detail=problem)
