@@ -129,9 +129,8 @@ def _unit_problem(name: str, term: Term, number: Decimal, currency: str) -> str 
     low_ok = number >= 0 if name == "fixed_fee" else number > 0
     if not low_ok or number > high:
         return f"{number} {unit.upper()} is outside 0 to {high.normalize():f} {unit.upper()}"
-    if number.as_tuple().exponent < -currency_exponent(unit.upper()) and number != number.normalize():
-        number = number.normalize()
-    if -number.normalize().as_tuple().exponent > currency_exponent(unit.upper()):  # type: ignore[operator]
+    # 0.300 is 0.30; 0.305 has a third decimal a cent-based currency cannot charge.
+    if number != number.quantize(Decimal(1).scaleb(-currency_exponent(unit.upper()))):
         return f"{number} has more decimals than {unit.upper()} has"
     return None
 

@@ -51,7 +51,6 @@ class ContractProposalAdmin(TenantScopedReadOnlyAdmin):
     list_filter = ("status", "confirmable", "tenant")
     list_select_related = ("tenant", "contract_version")
     search_fields = ("filename", "sha256")
-    show_full_result_count = False
     change_list_template = "admin/reconciliation/contractproposal/change_list.html"
 
     def get_urls(self) -> list[Any]:

@@ -122,7 +122,7 @@ def proposal_as_dict(proposal: ContractProposal) -> dict[str, Any]:
         "source": proposal.source,
         "currency": proposal.currency or None,
         "confirmable": proposal.confirmable and proposal.status == ContractProposal.Status.PENDING,
-        "contract_version": proposal.contract_version.label if proposal.contract_version_id else None,
+        "contract_version": proposal.contract_version.label if proposal.contract_version is not None else None,
         "terms": {name: dict(proposal.terms[name]) for name in TERMS if name in proposal.terms},
     }
 
