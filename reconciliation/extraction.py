@@ -79,6 +79,7 @@ _DELAY = re.compile(
     r"|(?<![\d.,])(\d{1,2}|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) +
     r")[\s-]+(?:(business|working|bank|calendar)[\s-]+)?days?\b"
 )
+_SURCHARGE = re.compile(r"(?i)surcharge|additional|extra|\badd(?:ed|s)?\b|on top|plus|zuschlag|suppl[ée]ment")
 _NEXT_DAY = re.compile(r"(?i)\bnext[\s-](business[\s-]|working[\s-])?day\b|\bsame[\s-]day\b")
 
 
@@ -219,8 +220,11 @@ def terms_extract(text: str) -> Extraction:
                 if money:
                     terms["chargeback_fee"] = Term(_money(money[0]), money[0].currency, clause)
         elif topic == "international":
-            if percents and "international_surcharge" not in terms:
-                terms["international_surcharge"] = Term(_plain(percents[0][1]), "percent", clause)
+            # "+1.5%" or "an additional 1.5%" is a surcharge; "3.25% + €0.25 for international
+            # cards" is a whole other rate, and its surcharge is not written anywhere to quote.
+            extra = [p for p in percents if p[2]] or (percents if _SURCHARGE.search(clause) else [])
+            if extra and "international_surcharge" not in terms:
+                terms["international_surcharge"] = Term(_plain(extra[0][1]), "percent", clause)
         elif topic == "payout":
             delay = _delay(clause)
             if delay and "payout_delay" not in terms:

@@ -201,3 +201,19 @@ def test_a_fee_in_another_currency_than_its_quote_is_refused() -> None:
 def test_a_value_that_is_not_a_number() -> None:
     got = check(chargeback_fee=Term("fifteen dollars", "USD", "Chargeback fee: $15.00"))["chargeback_fee"]
     assert got["reason_code"] == "value_not_number"
+
+
+def test_next_business_day_and_same_day_are_read_and_verified() -> None:
+    for wording, value in (("Payouts: next business day", "1"), ("Payouts are made the same day", "0")):
+        text = f"Cards: 2.9% + $0.30\nChargeback fee: $15\n{wording}"
+        assert values(text)["payout_delay"][0] == value
+        assert terms_verify(text=text, extraction=terms_extract(text)).confirmable
+
+
+def test_an_international_rate_is_not_read_as_a_surcharge() -> None:
+    text = ("1.5% + €0.25 for standard EEA cards\n3.25% + €0.25 for international cards\n"
+            "Disputes: €15.00\nPayouts: T+3")
+    assert "international_surcharge" not in values(text)
+    assert values(text)["percentage_fee"] == ("1.5", "percent")
+    added = "Cards 1.5% + €0.25\nAn additional 2% applies to cards issued outside the EEA\nDisputes: €15\nT+3 payouts"
+    assert values(added)["international_surcharge"] == ("2", "percent")
