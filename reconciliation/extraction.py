@@ -230,6 +230,7 @@ def terms_extract(text: str) -> Extraction:
             if delay and "payout_delay" not in terms:
                 terms["payout_delay"] = Term(delay[0], delay[1], clause)
         elif topic is None:
+            percents = [p for p in percents if not p[2]]  # "+ 0.5% for manually entered cards" adds to a fee
             rank = 0 if _KW["cards"].search(clause) or _KW["cards"].search(heading) else 1
             if percents and (card_fee is None or rank < card_fee[0]):
                 start, value, _plus = percents[0]

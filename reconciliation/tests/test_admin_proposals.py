@@ -14,9 +14,9 @@ from reconciliation.models import ContractProposal, ContractVersion
 
 pytestmark = pytest.mark.django_db
 
-PRICING = ("<html><body><h1>Pricing</h1><table><tr><td>Cards</td><td>2.9% + 30&cent;</td></tr>"
-           "<tr><td>Chargeback fee</td><td>$15.00</td></tr>"
-           "<tr><td>Payouts</td><td>2 business days</td></tr></table></body></html>").encode()
+PRICING = (b"<html><body><h1>Pricing</h1><table><tr><td>Cards</td><td>2.9% + 30&cent;</td></tr>"
+           b"<tr><td>Chargeback fee</td><td>$15.00</td></tr>"
+           b"<tr><td>Payouts</td><td>2 business days</td></tr></table></body></html>")
 UPLOAD = "/admin/reconciliation/contractproposal/upload/"
 
 
