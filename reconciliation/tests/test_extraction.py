@@ -232,3 +232,12 @@ def test_a_document_longer_than_a_pricing_schedule_is_refused() -> None:
     with pytest.raises(ContractRefused) as refused:
         document_text(b"Cards: 2.9% + 30c\n" * (MAX_TEXT_CHARS // 10), "long.txt")
     assert refused.value.reason == "document_too_long"
+
+
+def test_dollar_prefixes_are_read_whole() -> None:
+    from reconciliation.money_words import currencies_marked, document_currency
+
+    assert currencies_marked("Cards: 2.9% + US$0.30") == {"USD"}
+    assert currencies_marked("Cards: 2.9% + CA$0.30") == {"CAD"}
+    assert currencies_marked("30¢ and $15", dollar="CAD") == {"CAD"}
+    assert document_currency("Fees in US$: 2.9% + US$0.30, disputes US$15") == "USD"
