@@ -8,13 +8,13 @@ from typing import Any
 
 from django.db import transaction
 
+from decisions.rules import action_drafts
 from decisions.services import decision_record_many
 from dunning.models import Draft
 from dunning.pipeline import RecoveryInput, RecoveryState, run_pipeline
-from decisions.rules import action_drafts
 from dunning.selectors import CustomerRow
-from ledger.money import currency_normalise
 from ledger.models import Customer, Invoice
+from ledger.money import currency_normalise
 from paypilot.models import Tenant
 from paypilot.services import audit_entry, audit_record_many, rows_insert
 
@@ -147,8 +147,8 @@ def drafts_for_invoices(*, tenant: Tenant, requests: list[DraftRequest]) -> list
     """`draft_for_invoice` for many invoices of one tenant: the pipeline runs per invoice,
     then the decisions, drafts and audit events are stored one INSERT per table, in one
     transaction. Returns the drafts in order, None where the tenant's rule version said
-    `no_email` for the failure code (the decision is recorded, no draft written); raises ValueError (nothing stored) when any
-    invoice is holdout, closed or another tenant's."""
+    `no_email` for the failure code (the decision is recorded, no draft written); raises
+    ValueError (nothing stored) when any invoice is holdout, closed or another tenant's."""
     states: list[tuple[RecoveryState, Invoice | None]] = []
     now = datetime.now(UTC)
     for request in requests:
