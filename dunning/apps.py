@@ -28,6 +28,16 @@ class DunningConfig(AppConfig):
         # The shadow replay joins decisions to the drafts actually stored (decisions imports
         # no dunning model).
         from decisions.shadow import register_currency_source, register_draft_source
+        from dunning import llm
+        from paypilot.chat import ChatSeam, chat_seam_register
 
         register_draft_source(_draft_stored)
         register_currency_source(_draft_invoice_currency)
+        # The one chat seam, offered to the apps beside dunning through the core. Looked up
+        # at call time, so a test replacing llm.build_chat_client is seen everywhere.
+        chat_seam_register(ChatSeam(
+            get_client=lambda: llm.get_chat_client(),
+            estimate_cost=lambda *a, **k: llm.estimate_cost(*a, **k),
+            budget_allows=lambda **k: llm.budget_allows(**k),
+            usage_record=lambda **k: llm.usage_record(**k),
+        ))
