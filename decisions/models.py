@@ -120,6 +120,11 @@ class DecisionRecord(models.Model):
     # The tenant rule version the answer came from; null: the built-in table.
     rule_version = models.ForeignKey(RuleVersion, null=True, blank=True, on_delete=models.PROTECT,
                                      related_name="+")
+    # The currency of the amounts above (ISO 4217, upper case) when the decider knew it (the
+    # pipeline, for a ledger invoice); null on rows written before it was stored and on /decide
+    # answers, which carry no amount. Nullable so SQLite adds the column in place (a NOT NULL
+    # one rebuilds the table and drops its append-only triggers).
+    currency = models.CharField(max_length=3, null=True, blank=True)  # noqa: DJ001
 
     class Meta:
         indexes = [

@@ -58,8 +58,19 @@ OFFERS: Mapping[str, str] = MappingProxyType(
         "retry_and_verify": (
             "We will try once more shortly; if it fails again, your bank or another card can sort it out."
         ),
+        # A tenant version's "don't email for this code": nothing is drafted or sent; a retry
+        # the table and the networks allow still goes ahead. Not a customer-facing text.
+        "no_email": "No email: the customer is not contacted about this failure.",
     }
 )
+# The action after which the pipeline writes no draft. Never in the built-in table: only a
+# tenant version chooses it (decisions.versions).
+NO_EMAIL_ACTION = "no_email"
+
+
+def action_drafts(action: str) -> bool:
+    """Whether a decision with `action` leads the pipeline to draft an email."""
+    return action != NO_EMAIL_ACTION
 
 CHURN_RISKS = ("low", "medium", "high")
 LIKELIHOOD_DECAY = 0.82  # per prior failure (facts/README.md)
@@ -300,6 +311,12 @@ def _apply_network(verdict: NetworkVerdict, *, strategy: Strategy, schedule: Sch
     (never again, not before the card changes, no attempts left in the window) or one sooner
     than they allow. The provider's own retry time is moved as well: a retry we report is a
     retry we stand behind."""
+    if verdict.forbids_retry and strategy.action == NO_EMAIL_ACTION:
+        # The network forbids the retry; the tenant said no email for this code, and the
+        # networks ask for no email either: nothing happens, and the reasons say why.
+        return (Strategy(action=NO_EMAIL_ACTION, retry_in_days=0, offer=strategy.offer,
+                         escalated=strategy.escalated, tone=strategy.tone),
+                Schedule(retry_at=None, source="network_rule"))
     if verdict.forbids_retry:
         action = NETWORK_UPDATE_ACTION if verdict.update_required and not (
             verdict.never_retry or verdict.attempts_exhausted) else NETWORK_NO_RETRY_ACTION

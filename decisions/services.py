@@ -38,13 +38,13 @@ def now_ms() -> datetime:
 
 
 def decision_record(*, tenant: Tenant, invoice_ref: str, decision: Decision, source: str,
-                    decided_at: datetime | None = None) -> DecisionRecord:
+                    decided_at: datetime | None = None, currency: str | None = None) -> DecisionRecord:
     """Append the audit row for `decision`. Raises (DatabaseError, ValueError) when it cannot.
 
     Callers must not act on or return a decision this did not record.
     """
     values = _record_values(tenant=tenant, invoice_ref=invoice_ref, decision=decision, source=source,
-                            decided_at=decided_at)
+                            decided_at=decided_at, currency=currency)
     record = DecisionRecord(**values)
     # One prepared INSERT ... RETURNING instead of Model.save(): this is the hot path of
     # POST /decide, and the ORM's per-call query compilation costs more than the insert.
@@ -59,25 +59,30 @@ def decision_record(*, tenant: Tenant, invoice_ref: str, decision: Decision, sou
 
 
 def decision_record_many(*, tenant: Tenant, decisions: list[tuple[str, Decision]], source: str,
-                         decided_at: datetime | None = None) -> list[DecisionRecord]:
+                         decided_at: datetime | None = None,
+                         currencies: list[str | None] | None = None) -> list[DecisionRecord]:
     """Append the audit rows for many (invoice_ref, decision) pairs in one INSERT, inside the
-    caller's transaction; the records come back in order, with their ids. Raises like
-    `decision_record`, and then none of them is stored."""
+    caller's transaction; the records come back in order, with their ids. `currencies`: the
+    currency of each decision's amounts, in the same order. Raises like `decision_record`,
+    and then none of them is stored."""
+    currencies = currencies or [None] * len(decisions)
+    if len(currencies) != len(decisions):
+        raise ValueError("one currency per decision")
     if len(decisions) == 1:
         invoice_ref, decision = decisions[0]
         return [decision_record(tenant=tenant, invoice_ref=invoice_ref, decision=decision, source=source,
-                                decided_at=decided_at)]
+                                decided_at=decided_at, currency=currencies[0])]
     decided_at = decided_at or now_ms()
     records = [
         DecisionRecord(**_record_values(tenant=tenant, invoice_ref=ref, decision=decision, source=source,
-                                        decided_at=decided_at))
-        for ref, decision in decisions
+                                        decided_at=decided_at, currency=currency))
+        for (ref, decision), currency in zip(decisions, currencies, strict=True)
     ]
     return DecisionRecord.objects.bulk_create(records)
 
 
 def _record_values(*, tenant: Tenant, invoice_ref: str, decision: Decision, source: str,
-                   decided_at: datetime | None) -> dict[str, Any]:
+                   decided_at: datetime | None, currency: str | None = None) -> dict[str, Any]:
     if source not in _SOURCES:
         raise ValueError(f"unknown decision source: {source}")
     impact = decision.impact
@@ -107,6 +112,7 @@ def _record_values(*, tenant: Tenant, invoice_ref: str, decision: Decision, sour
         "network_decline_code": decision.network_decline_code[:16],
         "network_rules": list(decision.network_rules),
         "rule_version_id": decision.rule_version_id,
+        "currency": (currency or "").strip().upper()[:3] or None,
     }
 
 

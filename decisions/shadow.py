@@ -8,23 +8,49 @@ written to any table; a test diffs every table before and after.
 What is replayed is what DecisionRecord stores: failure code, attempt, prior failures, card
 brand and the network's codes, and whether the billing system had proposed its own retry time
 (a schedule source that is a provider's name). The stored answer (action, wait, whether a
-retry was proposed) is compared with the candidate's. The amounts are the stored
-expected_recovered_minor and annual_value_at_risk_minor of the decisions that change; the row
-holds no currency, so a tenant billing in several currencies sees their sum in minor units.
+retry was proposed) is compared with the candidate's.
+
+Money is reported per currency, never summed across currencies: the stored
+expected_recovered_minor and annual_value_at_risk_minor of the decisions that change, grouped
+by the row's currency; a row written before the currency was stored gets the currency of the
+invoice behind it (the ledger invoice it names, or the invoice of the draft written for it),
+and a row whose currency cannot be known is counted under "unknown".
+
+Drafts: a pipeline decision wrote a draft unless its action was `no_email`. The replay joins
+each decision to the drafts actually stored and counts those whose candidate answer would not
+draft (`drafts_not_written`), and the pipeline decisions that wrote none but would now
+(`drafts_added`).
+
+decisions imports no other app's models: the apps below it register the expressions that
+reach their tables (`register_currency_source`, `register_draft_source`, from their
+AppConfig.ready()).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import BooleanField, Case, Count, Q, Sum, Value, When
+from django.db.models import (
+    BooleanField,
+    Case,
+    CharField,
+    Count,
+    Expression,
+    F,
+    Q,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce
 from tqdm import tqdm
 
 from decisions.models import DecisionRecord
-from decisions.rules import decide, iso_ms
+from decisions.rules import action_drafts, decide, iso_ms
 from decisions.tables import RuleTable
 from paypilot.models import Tenant
 
@@ -33,9 +59,49 @@ INPUT_FIELDS = ("failure_code", "attempt", "prior_failures", "card_brand", "netw
 # Schedule sources that are PayPilot's own; any other stored source is the billing system's name.
 OWN_SCHEDULE_SOURCES = ("paypilot_suggestion", "none", "network_rule")
 MAX_DAYS = 366
+UNKNOWN_CURRENCY = "unknown"
 # A fixed instant for the replay: only whether a retry exists and its wait in days are compared,
 # so the clock must not matter.
 _REPLAY_NOW = datetime(2000, 1, 3, tzinfo=UTC)
+
+# Registered by the apps below decisions (see the module docstring). Each returns a fresh
+# expression evaluated per DecisionRecord row (OuterRef("pk"), OuterRef("invoice_ref")...).
+_CURRENCY_SOURCES: list[Callable[[], Expression]] = []
+_DRAFT_SOURCES: list[Callable[[], Expression]] = []
+
+
+def register_currency_source(source: Callable[[], Expression]) -> None:
+    """An expression giving the currency of a decision row's amounts (NULL when unknown)."""
+    if source not in _CURRENCY_SOURCES:
+        _CURRENCY_SOURCES.append(source)
+
+
+def register_draft_source(source: Callable[[], Expression]) -> None:
+    """A boolean expression: a draft was stored for this decision row."""
+    if source not in _DRAFT_SOURCES:
+        _DRAFT_SOURCES.append(source)
+
+
+@dataclass
+class Money:
+    decisions: int = 0
+    expected_recovered_minor: int = 0
+    annual_value_at_risk_minor: int = 0
+
+    def add(self, n: int, expected: int, at_risk: int) -> None:
+        self.decisions += n
+        self.expected_recovered_minor += expected
+        self.annual_value_at_risk_minor += at_risk
+
+    def as_dict(self) -> dict[str, int]:
+        return {"decisions": self.decisions, "expected_recovered_minor": self.expected_recovered_minor,
+                "annual_value_at_risk_minor": self.annual_value_at_risk_minor}
+
+
+def _money_dict(money: dict[str, Money]) -> dict[str, dict[str, int]]:
+    """Currencies in order, the unknown bucket last."""
+    order = sorted(money, key=lambda c: (c == UNKNOWN_CURRENCY, c))
+    return {c: money[c].as_dict() for c in order}
 
 
 @dataclass
@@ -43,22 +109,23 @@ class Transition:
     from_answer: tuple[str, int, bool]  # (action, retry_in_days, retry proposed)
     to_answer: tuple[str, int, bool]
     decisions: int = 0
-    expected_recovered_minor: int = 0
-    annual_value_at_risk_minor: int = 0
+    drafts_not_written: int = 0
+    money: dict[str, Money] = field(default_factory=lambda: defaultdict(Money))
 
     def as_dict(self) -> dict[str, Any]:
         def answer(a: tuple[str, int, bool]) -> dict[str, Any]:
-            return {"action": a[0], "retry_in_days": a[1], "retry": a[2]}
+            return {"action": a[0], "retry_in_days": a[1], "retry": a[2], "drafts": action_drafts(a[0])}
 
         return {"from": answer(self.from_answer), "to": answer(self.to_answer), "decisions": self.decisions,
-                "expected_recovered_minor": self.expected_recovered_minor,
-                "annual_value_at_risk_minor": self.annual_value_at_risk_minor}
+                "drafts_not_written": self.drafts_not_written, "money": _money_dict(self.money)}
 
 
 @dataclass
 class CodeSummary:
     decisions: int = 0
     changed: int = 0
+    drafts_not_written: int = 0
+    drafts_added: int = 0
     transitions: dict[tuple[Any, ...], Transition] = field(default_factory=dict)
 
 
@@ -77,9 +144,11 @@ class ShadowReport:
     retries_added: int = 0  # no retry was proposed; the candidate proposes one
     wait_shorter: int = 0  # both retry, the candidate waits fewer days
     wait_longer: int = 0
-    pipeline_drafts_changed: int = 0  # pipeline decisions (each wrote a draft) whose action changes
-    changed_expected_recovered_minor: int = 0
-    changed_annual_value_at_risk_minor: int = 0
+    drafts_written: int = 0  # decisions in the window with a stored draft
+    drafts_not_written: int = 0  # ... whose candidate answer would write none
+    drafts_added: int = 0  # pipeline decisions that wrote no draft (no_email) but would now
+    pipeline_drafts_changed: int = 0  # decisions with a stored draft whose action changes
+    money: dict[str, Money] = field(default_factory=lambda: defaultdict(Money))  # changed decisions, per currency
     input_groups: int = 0
     by_failure_code: dict[str, CodeSummary] = field(default_factory=lambda: defaultdict(CodeSummary))
 
@@ -96,19 +165,40 @@ class ShadowReport:
             "retries_added": self.retries_added,
             "wait_shorter": self.wait_shorter,
             "wait_longer": self.wait_longer,
+            "drafts_written": self.drafts_written,
+            "drafts_not_written": self.drafts_not_written,
+            "drafts_added": self.drafts_added,
             "pipeline_drafts_changed": self.pipeline_drafts_changed,
-            "money": {"expected_recovered_minor": self.changed_expected_recovered_minor,
-                      "annual_value_at_risk_minor": self.changed_annual_value_at_risk_minor,
-                      "note": "sums over the decisions that change, in minor units as stored (no currency "
-                              "on the decision row)"},
+            "money": {
+                "by_currency": _money_dict(self.money),
+                "note": "stored amounts of the decisions that change, in minor units of each currency, never "
+                        "added across currencies; rows whose currency cannot be known are under \"unknown\"",
+            },
             "input_groups": self.input_groups,
             "by_failure_code": {
-                code: {"decisions": s.decisions, "changed": s.changed,
+                code: {"decisions": s.decisions, "changed": s.changed, "drafts_not_written": s.drafts_not_written,
+                       "drafts_added": s.drafts_added,
                        "transitions": [t.as_dict() for t in sorted(s.transitions.values(),
                                                                     key=lambda t: -t.decisions)]}
                 for code, s in sorted(self.by_failure_code.items())
             },
         }
+
+
+def _currency_expression() -> Expression:
+    sources = [source() for source in _CURRENCY_SOURCES]
+    return Coalesce(F("currency"), *sources, Value(UNKNOWN_CURRENCY), output_field=CharField())
+
+
+def _drafted_expression() -> Expression:
+    if not _DRAFT_SOURCES:
+        return Value(False, output_field=BooleanField())
+    found = Q()
+    for source in _DRAFT_SOURCES:
+        found |= Q(source())
+    # Only the pipeline drafts: an API decision is never looked up.
+    return Case(When(Q(source=DecisionRecord.Source.PIPELINE) & found, then=Value(True)), default=Value(False),
+                output_field=BooleanField())
 
 
 def _groups(*, tenant: Tenant, since: datetime, until: datetime) -> Any:
@@ -119,8 +209,10 @@ def _groups(*, tenant: Tenant, since: datetime, until: datetime) -> Any:
                          output_field=BooleanField()),
             provider_time=Case(When(schedule_source__in=OWN_SCHEDULE_SOURCES, then=Value(False)),
                                default=Value(True), output_field=BooleanField()),
+            money_currency=_currency_expression(),
+            drafted=_drafted_expression(),
         )
-        .values(*INPUT_FIELDS, "action", "retry_in_days", "retried", "provider_time")
+        .values(*INPUT_FIELDS, "action", "retry_in_days", "retried", "provider_time", "money_currency", "drafted")
         .annotate(n=Count("id"), pipeline=Count("id", filter=Q(source=DecisionRecord.Source.PIPELINE)),
                   expected=Sum("expected_recovered_minor"), at_risk=Sum("annual_value_at_risk_minor"))
         .order_by()
@@ -142,28 +234,40 @@ def shadow_replay(*, tenant: Tenant, candidate: RuleTable, days: int, now: datet
                           days=days, window_from=since, window_to=until)
     groups = list(_groups(tenant=tenant, since=since, until=until))
     report.input_groups = len(groups)
+    answers: dict[tuple[Any, ...], tuple[str, int, bool]] = {}  # groups differing only in currency/draft
     for g in tqdm(groups, desc="replaying input groups", unit="group", disable=not progress):
-        new = decide(failure_code=g["failure_code"], attempt=max(1, g["attempt"]),
-                     prior_failures=g["prior_failures"], card_brand=g["card_brand"] or None,
-                     network_advice_code=g["network_advice_code"] or None,
-                     network_decline_code=g["network_decline_code"] or None,
-                     provider_retry_at=_REPLAY_NOW + timedelta(days=1) if g["provider_time"] else None,
-                     now=_REPLAY_NOW, table=candidate)
+        key = tuple(g[f] for f in INPUT_FIELDS) + (g["provider_time"],)
+        new_answer = answers.get(key)
+        if new_answer is None:
+            new = decide(failure_code=g["failure_code"], attempt=max(1, g["attempt"]),
+                         prior_failures=g["prior_failures"], card_brand=g["card_brand"] or None,
+                         network_advice_code=g["network_advice_code"] or None,
+                         network_decline_code=g["network_decline_code"] or None,
+                         provider_retry_at=_REPLAY_NOW + timedelta(days=1) if g["provider_time"] else None,
+                         now=_REPLAY_NOW, table=candidate)
+            new_answer = answers[key] = (new.strategy.action, new.strategy.retry_in_days,
+                                         new.schedule.retry_at is not None)
         old_answer = (g["action"], g["retry_in_days"], bool(g["retried"]))
-        new_answer = (new.strategy.action, new.strategy.retry_in_days, new.schedule.retry_at is not None)
         n = g["n"]
+        drafted = n if g["drafted"] else 0
         code = report.by_failure_code[g["failure_code"]]
         report.decisions += n
         code.decisions += n
+        report.drafts_written += drafted
         if old_answer == new_answer:
             continue
         report.changed += n
         code.changed += n
         expected, at_risk = g["expected"] or 0, g["at_risk"] or 0
-        report.changed_expected_recovered_minor += expected
-        report.changed_annual_value_at_risk_minor += at_risk
+        report.money[g["money_currency"]].add(n, expected, at_risk)
+        not_written = drafted if not action_drafts(new_answer[0]) else 0
+        report.drafts_not_written += not_written
+        code.drafts_not_written += not_written
+        if not g["drafted"] and not action_drafts(old_answer[0]) and action_drafts(new_answer[0]):
+            report.drafts_added += g["pipeline"]
+            code.drafts_added += g["pipeline"]
         if old_answer[0] != new_answer[0]:
-            report.pipeline_drafts_changed += g["pipeline"]
+            report.pipeline_drafts_changed += drafted
         if old_answer[2] and not new_answer[2]:
             report.retries_forbidden += n
         elif new_answer[2] and not old_answer[2]:
@@ -176,6 +280,6 @@ def shadow_replay(*, tenant: Tenant, candidate: RuleTable, days: int, now: datet
         step = code.transitions.setdefault((old_answer, new_answer),
                                            Transition(from_answer=old_answer, to_answer=new_answer))
         step.decisions += n
-        step.expected_recovered_minor += expected
-        step.annual_value_at_risk_minor += at_risk
+        step.drafts_not_written += not_written
+        step.money[g["money_currency"]].add(n, expected, at_risk)
     return report

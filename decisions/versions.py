@@ -1,6 +1,7 @@
 """Guard rails and digests for tenant rule versions: pure functions, no ORM.
 
-A tenant version may change, per failure code, the action, the wait before retry, its own
+A tenant version may change, per failure code, the action (including `no_email`: "don't email
+for this code", which the pipeline honours by writing no draft), the wait before retry, its own
 attempt limit, the offer text and the churn risk from which the cadence tightens. It may
 never make a no-retry code or a no-retry action retry (`rules.NO_RETRY_CODES`,
 `rules.NO_RETRY_ACTIONS`, from facts/failure_codes.json), and it cannot touch the card-network
@@ -19,6 +20,7 @@ from decisions.rules import (
     BUILTIN_TABLE,
     DEFAULT_RULE,
     FAILURE_CODES,
+    NO_EMAIL_ACTION,
     NO_RETRY_ACTIONS,
     NO_RETRY_CODES,
     OFFERS,
@@ -28,9 +30,10 @@ from decisions.tables import ESCALATION_LEVELS, RuleTable, TableRow
 
 ROW_CODES: tuple[str, ...] = (*FAILURE_CODES, DEFAULT_RULE)
 ACTIONS: tuple[str, ...] = tuple(OFFERS)
-# What a no-retry code may ask for: a different method, a manual payment, or new card
-# details (the built-in row of card_details_invalid), never a retry of what failed.
-NO_RETRY_CODE_ACTIONS: frozenset[str] = NO_RETRY_ACTIONS | {"request_card_update"}
+# What a no-retry code may ask for: a different method, a manual payment, new card details
+# (the built-in row of card_details_invalid) or no email at all (with no wait, so no retry),
+# never a retry of what failed.
+NO_RETRY_CODE_ACTIONS: frozenset[str] = NO_RETRY_ACTIONS | {"request_card_update", NO_EMAIL_ACTION}
 MAX_WAIT_DAYS = 30  # a wait longer than a billing month would let the next invoice overtake it
 MAX_ATTEMPTS_LIMIT = 20
 MAX_OFFER_CHARS = 300

@@ -17,7 +17,14 @@ from typing import Any
 
 from django.conf import settings
 
-from decisions.rules import FAILURE_CODES, Decision, churn_risk, decide, prior_failures_from_history
+from decisions.rules import (
+    FAILURE_CODES,
+    Decision,
+    action_drafts,
+    churn_risk,
+    decide,
+    prior_failures_from_history,
+)
 from decisions.selectors import rule_table_active
 from dunning.catalogue import LocaleChoice, catalogue
 from dunning.guards import GuardVerdict, safe_field
@@ -165,7 +172,11 @@ def schedule_retry(state: RecoveryState) -> None:
 
 
 def draft_message(state: RecoveryState) -> None:
-    assert state.locale is not None and state.customer is not None
+    assert state.locale is not None and state.customer is not None and state.decision is not None
+    if not action_drafts(state.decision.strategy.action):
+        # The tenant's rule version says "no email" for this code: no copy, no model call.
+        state.subject, state.body = "", ""
+        return
     rendered = catalogue().render(
         locale=state.locale.used, failure_code=state.failure_code, name=state.customer.name,
         plan=state.customer.plan, business=state.business,

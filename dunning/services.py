@@ -8,11 +8,13 @@ from typing import Any
 
 from django.db import transaction
 
+from decisions.rules import action_drafts
 from decisions.services import decision_record_many
 from dunning.models import Draft
 from dunning.pipeline import RecoveryInput, RecoveryState, run_pipeline
 from dunning.selectors import CustomerRow
 from ledger.models import Customer, Invoice
+from ledger.money import currency_normalise
 from paypilot.models import Tenant
 from paypilot.services import audit_entry, audit_record_many, rows_insert
 
@@ -38,13 +40,15 @@ def _invoice_ref(event: RecoveryInput, invoice: Invoice | None) -> str:
     return (event.invoice_ref or event.customer_id)[:64]
 
 
-def _store(state: RecoveryState, *, tenant: Tenant, invoice: Invoice | None) -> Draft:
+def _store(state: RecoveryState, *, tenant: Tenant, invoice: Invoice | None) -> Draft | None:
     return _store_many([(state, invoice)], tenant=tenant)[0]
 
 
-def _store_many(items: list[tuple[RecoveryState, Invoice | None]], *, tenant: Tenant) -> list[Draft]:
+def _store_many(items: list[tuple[RecoveryState, Invoice | None]], *, tenant: Tenant) -> list[Draft | None]:
     """Record each state's decision and store its Draft, with one audit event per draft,
-    in one transaction and one INSERT per table."""
+    in one transaction and one INSERT per table. A decision whose action writes no email
+    (`no_email`, from a tenant rule version) is recorded with no Draft: None in its place,
+    audited as `dunning.draft.skipped`."""
     for state, _invoice in items:
         assert state.decision is not None and state.locale is not None
     with transaction.atomic():
@@ -52,25 +56,36 @@ def _store_many(items: list[tuple[RecoveryState, Invoice | None]], *, tenant: Te
             tenant=tenant, source="pipeline",
             decisions=[(_invoice_ref(state.event, invoice), state.decision)  # type: ignore[misc]
                        for state, invoice in items],
+            currencies=[currency_normalise(state.event.currency) for state, _ in items],
         )
-        drafts = []
+        drafts: list[Draft] = []
+        out: list[Draft | None] = []
+        skipped = []
         for (state, invoice), record in zip(items, records, strict=True):
+            if not action_drafts(record.action):
+                out.append(None)
+                skipped.append(audit_entry(event="dunning.draft.skipped", tenant=tenant, detail={
+                    "decision": record.pk, "invoice": invoice.pk if invoice else None,
+                    "rule_fired": record.rule_fired, "action": record.action,
+                    "rules_version": record.rules_version}))
+                continue
             verdict = state.guard_verdict.as_dict() if state.guard_verdict else {"ok": True, "reasons": []}
             drafts.append(Draft(
                 tenant=tenant, invoice=invoice, decision=record, subject=state.subject[:300], body=state.body,
                 diagnosis=state.diagnosis, locale=state.locale.used,  # type: ignore[union-attr]
                 source=state.source, fallback_used=state.fallback_used, guard_verdict=verdict,
             ))
+            out.append(drafts[-1])
         rows_insert(drafts)
         audit_record_many([
             audit_entry(event="dunning.draft.created", tenant=tenant, detail={
-                "draft": draft.pk, "decision": record.pk, "invoice": draft.invoice_id,
-                "rule_fired": record.rule_fired, "source": draft.source,
+                "draft": draft.pk, "decision": draft.decision_id, "invoice": draft.invoice_id,
+                "rule_fired": draft.decision.rule_fired if draft.decision else "", "source": draft.source,
                 "fallback_used": draft.fallback_used, "locale": draft.locale,
             })
-            for draft, record in zip(drafts, records, strict=True)
-        ])
-    return drafts
+            for draft in drafts
+        ] + skipped)
+    return out
 
 
 def run_recovery(
@@ -105,7 +120,7 @@ def run_recovery(
 
 def draft_for_invoice(
     *, invoice: Invoice, provider_retry_at: datetime | None = None, provider_retry_source: str = "provider"
-) -> Draft:
+) -> Draft | None:
     """Run the pipeline for a ledger invoice, record the decision and store the Draft.
 
     Raises ValueError for a holdout invoice (never drafted) or one that is no longer open.
@@ -128,11 +143,12 @@ class DraftRequest:
     network_decline_code: str = ""
 
 
-def drafts_for_invoices(*, tenant: Tenant, requests: list[DraftRequest]) -> list[Draft]:
+def drafts_for_invoices(*, tenant: Tenant, requests: list[DraftRequest]) -> list[Draft | None]:
     """`draft_for_invoice` for many invoices of one tenant: the pipeline runs per invoice,
     then the decisions, drafts and audit events are stored one INSERT per table, in one
-    transaction. Returns the drafts in order; raises ValueError (nothing stored) when any
-    invoice is holdout, closed or another tenant's."""
+    transaction. Returns the drafts in order, None where the tenant's rule version said
+    `no_email` for the failure code (the decision is recorded, no draft written); raises
+    ValueError (nothing stored) when any invoice is holdout, closed or another tenant's."""
     states: list[tuple[RecoveryState, Invoice | None]] = []
     now = datetime.now(UTC)
     for request in requests:

@@ -13,6 +13,8 @@ from dunning.services import DraftRequest, drafts_for_invoices
 from paypilot.models import Tenant
 
 OUTCOME_DRAFT_OPENED = "draft_opened"  # a Draft exists and an approval request is open
+# The tenant's rule version says "no email" for this failure code: decided, nothing drafted.
+OUTCOME_NO_EMAIL = "decided_no_email"
 
 
 def recovery_start(*, tenant: Tenant, requests: list[DraftRequest]) -> list[str]:
@@ -22,5 +24,5 @@ def recovery_start(*, tenant: Tenant, requests: list[DraftRequest]) -> list[str]
     raise (the caller's transaction then rolls back and the events are retried).
     """
     drafts = drafts_for_invoices(tenant=tenant, requests=requests)
-    approvals_open(drafts=drafts)
-    return [OUTCOME_DRAFT_OPENED] * len(drafts)
+    approvals_open(drafts=[d for d in drafts if d is not None])
+    return [OUTCOME_DRAFT_OPENED if d is not None else OUTCOME_NO_EMAIL for d in drafts]

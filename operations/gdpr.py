@@ -3,7 +3,10 @@
 The subject's rows are everything reachable from their `ledger.Customer` rows through
 foreign keys (invoices, transitions, drafts, approval requests, sends, edits... and any
 table added later that points at one of those), the decision rows naming their invoices by
-`invoice_ref`, and rows one key away (a draft's decision record). Rows elsewhere in the
+`invoice_ref`, rows one key away (a draft's decision record), and rows holding the salted
+hash of their e-mail address instead of the address (`records.HASHED_EMAIL_COLUMNS`: the
+orders of a shop export imported for reconciliation, whose order ids and payment references
+then count as their identifiers). Rows elsewhere in the
 tenant that *mention* them (a raw webhook body, a stored API response) are found by
 searching every text, JSON and binary column for their name, e-mail, identifiers and free
 text.
@@ -11,10 +14,16 @@ text.
 Erasure keeps what the figures need and removes the person:
 - columns with choices and code columns (`KEEP_COLUMNS`: currency, state, failure code...)
   and every number, date and boolean are kept, so reports do not change;
-- identifiers (`*_id`, `*_ref`, `*_key`, `external_id`) are replaced by their salted hash
+- identifiers (`*_id`, `*_ref`, `*_reference`, `*_key`, `external_id`) are replaced by their salted hash
   (`pii_hash`), consistently, so a hashed invoice id still joins its decision rows; so is
   every occurrence of one inside another string (a raw payload's `/v1/invoices/<id>/lines`,
-  a `resource_key` of `invoice:<id>`), matched between non-alphanumeric boundaries;
+  a `resource_key` of `invoice:<id>`, a reconciliation run's stored JSON and its breaks),
+  matched between non-alphanumeric boundaries and never inside a decimal number (order
+  `1001` leaves `1001.50` alone); in a text column holding JSON only string values are
+  touched, so amounts stay, and a column holding the sha256 of such a text
+  (`DIGEST_COLUMNS`) is recomputed so it still attests the stored bytes; the run's input
+  digest is re-keyed (`REKEYED_COLUMNS`), so the next run of that date computes afresh;
+- a hashed e-mail column (`customer_email_hash`) is emptied: the link to the person goes;
 - every other text column of the subject's rows is emptied (names, e-mails, plans,
   payment-history notes, draft and approval copy, edit history, hosted invoice URLs);
 - in rows that only mention them, each occurrence is replaced by "[erased]"; a raw payload
@@ -26,6 +35,7 @@ transaction, under `append_only_override("gdpr_erase")`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -51,7 +61,14 @@ KEEP_COLUMNS = frozenset(
         "expected_currency", "received_currency",  # ledger inconsistencies: codes the figures need
     }
 )
-_IDENTIFIER = re.compile(r"(^external_id$|_id$|_ref$|_key$|^key$)")
+_IDENTIFIER = re.compile(r"(^external_id$|_id$|_ref$|_reference$|_key$|^key$)")
+# column -> the text column it is the sha256 of (a reconciliation run's stored JSON)
+DIGEST_COLUMNS = {"result_sha256": "result_json"}
+# column -> the text column it keys: a stored result computed from rows the erasure changed is
+# re-keyed, so the next run of the same inputs computes afresh from the erased rows instead of
+# comparing its bytes (ordered by the new hashed ids) with the ones stored before.
+REKEYED_COLUMNS = {"input_digest": "result_json"}
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 # A string in a raw payload that is an id, code, amount or URL rather than words.
 _CODE_LIKE = re.compile(r"^[A-Za-z0-9_.:/+\-]{0,200}$")
 MIN_TEXT_TERM = 8  # free text shorter than this is not searched for elsewhere (too common)
@@ -86,7 +103,8 @@ class Subject:
         if not self.identifiers:
             return None
         alternatives = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
-        return re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
+        # Not inside a decimal number either: a numeric order id must not eat an amount.
+        return re.compile(rf"(?<![A-Za-z0-9])(?<![0-9][.,])(?:{alternatives})(?![A-Za-z0-9])(?![.,][0-9])")
 
     def hash_identifiers(self, text: str) -> str:
         pattern = self.identifier_pattern
@@ -133,6 +151,8 @@ def _free_text(value: Any) -> list[str]:
 
 def _column_role(f: models.Field) -> str:
     """keep | hash | erase for one text column of the subject's own rows."""
+    if f.name in records.HASHED_EMAIL_COLUMNS:
+        return "erase"  # a pseudonym that re-identifies them to anyone holding the salt
     if f.choices or f.name in KEEP_COLUMNS or f.name.endswith("_hash"):
         return "keep"
     if isinstance(f, models.CharField) and _IDENTIFIER.search(f.name):
@@ -163,6 +183,16 @@ def _collect_terms(subject: Subject) -> None:
     parts = {p for c in subject.customers for p in c.name.split() if len(p) >= 2}
     subject.name_parts = sorted(parts - terms, key=len, reverse=True)
     subject.identifiers = identifiers
+
+
+def _email_name_parts(email: str) -> list[str]:
+    """`first.last@...` -> [first, last]: a bank line or remittance text naming someone known
+    only by an orders export's e-mail usually spells that name. Only a local part of two or
+    more alphabetic words counts (`billing@`, `jd1984@` give nothing)."""
+    words = re.split(r"[._\-]", email.split("@", 1)[0])
+    if len(words) < 2 or not all(w.isalpha() and len(w) >= 3 for w in words):
+        return []
+    return words
 
 
 def _mentions_in(value: Any, subject: Subject) -> bool:
@@ -212,16 +242,25 @@ def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str |
     selector = customer_id or email or ""
     qs = Customer.objects.filter(tenant=tenant)
     customers = list(qs.filter(external_id=customer_id) if customer_id else qs.filter(email__iexact=email))
-    if not customers:
+    if customer_id and not customers:
         raise SubjectNotFound("no customer of this tenant matches")
+    emails = {e.strip().lower() for e in [email or "", *(c.email or "" for c in customers)] if e and e.strip()}
+    by_email = records.by_email_hash(tenant, {pii_hash(e) for e in emails})
+    if not customers and not by_email:
+        raise SubjectNotFound("no customer or order of this tenant matches")
     subject = Subject(tenant=tenant, selector=selector, customers=customers)
-    linked = records.closure(Customer, [c.pk for c in customers])
+    linked = records.closure(Customer, [c.pk for c in customers]) if customers else {}
     invoice_ids = set(
         Invoice.objects.filter(pk__in=linked.get(Invoice, set())).values_list("external_invoice_id", flat=True)
     )
     linked = records.merge(linked, records.by_invoice_ref(tenant, invoice_ids))
-    subject.linked = records.merge(linked, _forward_neighbours(linked))
+    # Rows found by hashed e-mail bring no neighbours: the imported file an order row points
+    # at holds everybody's orders and is not about the subject.
+    subject.linked = records.merge(linked, _forward_neighbours(linked), by_email)
     _collect_terms(subject)
+    subject.terms = sorted(set(subject.terms) | emails, key=len, reverse=True)
+    parts = set(subject.name_parts) | {p for e in emails for p in _email_name_parts(e)}
+    subject.name_parts = sorted(parts - set(subject.terms), key=len, reverse=True)
     subject.mentions = _find_mentions(subject)
     return subject
 
@@ -244,10 +283,23 @@ def subject_export(*, subject: Subject, actor: str = "system") -> dict[str, Any]
 
 # --- erasure --------------------------------------------------------------------------------
 
-def _redact_text(text: str, subject: Subject) -> str:
+def _redact_plain(text: str, subject: Subject) -> str:
     for term in [*subject.terms, *subject.name_parts]:
         text = re.sub(re.escape(term), ERASED, text, flags=re.IGNORECASE)
     return subject.hash_identifiers(text)
+
+
+def _redact_text(text: str, subject: Subject) -> str:
+    """A text column; when it holds JSON (a stored run), only inside its string values, so
+    numbers and layout (the bytes a digest attests) stay as they are."""
+    if text[:1] in "{[":
+        try:
+            json.loads(text)
+        except ValueError:
+            pass
+        else:
+            return _JSON_STRING.sub(lambda m: _redact_plain(m.group(0), subject), text)
+    return _redact_plain(text, subject)
 
 
 def _redact_json(value: Any, subject: Subject, *, payload: bool) -> Any:
@@ -314,7 +366,18 @@ def _mention_changes(model: type[models.Model], row: dict[str, Any], subject: Su
             changed = new != value
         if changed:
             changes[f.attname] = new
+    _refresh_digests(model, changes)
     return changes
+
+
+def _refresh_digests(model: type[models.Model], changes: dict[str, Any]) -> None:
+    names = {f.attname for f in model._meta.concrete_fields}
+    for digest, source in DIGEST_COLUMNS.items():
+        if digest in names and source in changes:
+            changes[digest] = hashlib.sha256(str(changes[source]).encode()).hexdigest()
+    for key, source in REKEYED_COLUMNS.items():
+        if key in names and source in changes and key not in changes:
+            changes[key] = hashlib.sha256(f"gdpr_erase:{changes[source]}".encode()).hexdigest()
 
 
 @dataclass

@@ -23,6 +23,9 @@ from paypilot.models import AuditEvent, Tenant
 
 # Columns holding an invoice's external id where a foreign key would be expected.
 INVOICE_REF_COLUMNS = ("invoice_ref",)
+# Columns holding the salted hash (`pii_hash`) of a lower-cased e-mail address instead of the
+# address: a shop export's orders in reconciliation. They tie a row to a data subject.
+HASHED_EMAIL_COLUMNS = ("customer_email_hash",)
 # Rows that are never reached through relations: the audit log holds ids and hashes only,
 # tenants and users are not about the data subject.
 NOT_SUBJECT_DATA: tuple[type[models.Model], ...] = (AuditEvent, Tenant)
@@ -87,6 +90,23 @@ def by_invoice_ref(tenant: Tenant | int, external_ids: set[str]) -> Rows:
             if any(f.name == column for f in model._meta.concrete_fields):
                 keys = set(
                     model._base_manager.filter(tenant=tenant, **{f"{column}__in": external_ids})
+                    .values_list("pk", flat=True)
+                )
+                if keys:
+                    rows.setdefault(model, set()).update(keys)
+    return rows
+
+
+def by_email_hash(tenant: Tenant | int, email_hashes: set[str]) -> Rows:
+    """Tenant rows whose hashed e-mail column is one of `email_hashes`."""
+    rows: Rows = {}
+    if not email_hashes:
+        return rows
+    for model in tenant_models():
+        for column in HASHED_EMAIL_COLUMNS:
+            if any(f.name == column for f in model._meta.concrete_fields):
+                keys = set(
+                    model._base_manager.filter(tenant=tenant, **{f"{column}__in": email_hashes})
                     .values_list("pk", flat=True)
                 )
                 if keys:

@@ -10,6 +10,12 @@ and its ledger inconsistencies (which also hold the external invoice id) include
 payloads are the binary columns of tenant tables (today the webhook inbox's `body`); the
 event row itself stays, with its status and outcome, so duplicate detection keeps working.
 
+Reconciliation's imported rows are the tenant's accounting records (amounts, dates, order and
+payout ids, no names): they stay, like customers, because past runs and the books need them.
+What ties them to a person goes with the invoices' cut-off: the salted e-mail hash of an
+order (`records.HASHED_EMAIL_COLUMNS`) older than `PAYPILOT_RETENTION_MONTHS` is emptied.
+No run reads it, so a run's result does not change.
+
 Everything runs in one transaction under `append_only_override("retention_purge")` and ends
 with one platform audit event carrying the counts. Run it as the database owner.
 """
@@ -36,6 +42,7 @@ from paypilot.services import audit_record
 CLOSED_STATES = tuple(sorted(Invoice.TERMINAL_STATES))  # voided too: nothing is owed, nothing left to do
 CHUNK = 500
 PAYLOAD_TIME_FIELDS = ("received_at", "created_at")
+PSEUDONYM_TIME_FIELDS = ("ordered_at", "created_at")
 
 
 def months_before(moment: datetime, months: int) -> datetime:
@@ -56,6 +63,20 @@ def payload_columns() -> list[tuple[type[models.Model], models.Field, str]]:
             continue
         for f in model._meta.concrete_fields:
             if isinstance(f, models.BinaryField):
+                found.append((model, f, time_field))
+    return found
+
+
+def pseudonym_columns() -> list[tuple[type[models.Model], models.Field, str]]:
+    """(model, hashed e-mail column, time field) for every tenant table holding one."""
+    found: list[tuple[type[models.Model], models.Field, str]] = []
+    for model in records.tenant_models():
+        names = {f.name for f in model._meta.concrete_fields}
+        time_field = next((n for n in PSEUDONYM_TIME_FIELDS if n in names), None)
+        if time_field is None:
+            continue
+        for f in model._meta.concrete_fields:
+            if f.name in records.HASHED_EMAIL_COLUMNS:
                 found.append((model, f, time_field))
     return found
 
@@ -114,6 +135,12 @@ def retention_purge(
                 .exclude(**{f.name: b""}).values_list("pk", flat=True)
             ))
             for model, f, time_field in payload_columns()
+        ] + [
+            (model, f, list(
+                model._base_manager.filter(**{f"{time_field}__lt": result.invoice_cutoff})
+                .exclude(**{f.name: ""}).values_list("pk", flat=True)
+            ))
+            for model, f, time_field in pseudonym_columns()
         ]
         total = len(invoice_pks) + sum(len(pks) for _, _, pks in payloads)
         interactive = bool(progress is not None and progress.isatty())
@@ -129,7 +156,8 @@ def retention_purge(
             for model, f, pks in payloads:
                 for chunk in _chunks(pks):
                     if not dry_run:
-                        model._base_manager.filter(pk__in=chunk).update(**{f.attname: b""})
+                        empty = b"" if isinstance(f, models.BinaryField) else ""
+                        model._base_manager.filter(pk__in=chunk).update(**{f.attname: empty})
                     _count(result.counts, f"{model._meta.label}.{f.name}", len(chunk))
                     bar.update(len(chunk))
         if not dry_run:

@@ -2,12 +2,14 @@
 
 `layout_suggest()` reads only the file: which header is which canonical field, the date
 format (a day-first/month-first ambiguity is reported, never guessed), the decimal
-separator and the delimiter, with a preview of converted rows. No model is consulted.
+separator and the delimiter, with a preview of converted rows. No model is consulted here;
+`reconciliation.layout_model` asks one, when switched on, and merges its checked answer.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -153,24 +155,54 @@ def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in sorted(row.items())}
 
 
-def layout_suggest(*, kind: str, text: str) -> dict[str, Any]:
-    """The suggested layout for a CSV of `kind` (see the module docstring), as JSON data."""
+@dataclass(frozen=True)
+class SampledFile:
+    """What a suggestion reads: the delimiter, the header row and the first rows."""
+
+    delimiter: str
+    header: list[str]
+    sample: list[list[str]]
+
+    @property
+    def index(self) -> dict[str, int]:
+        return {h.strip(): i for i, h in enumerate(self.header)}
+
+    def values(self, header: str) -> list[str]:
+        i = self.index[header]
+        return [c[i].strip() for c in self.sample if i < len(c)]
+
+
+def file_sample(text: str) -> SampledFile:
     first_line = text.lstrip("\ufeff").split("\n", 1)[0]
     delimiter = sniff_delimiter(first_line)
     header, body = csv_rows(text, delimiter)
     sample = [cells for _, (_, cells) in zip(range(SNIFF_ROWS), body, strict=False)]
-    columns = _match_columns(kind, header)
-    index = {h.strip(): i for i, h in enumerate(header)}
+    return SampledFile(delimiter=delimiter, header=header, sample=sample)
+
+
+def layout_suggest(*, kind: str, text: str) -> dict[str, Any]:
+    """The suggested layout for a CSV of `kind` (see the module docstring), as JSON data."""
+    sampled = file_sample(text)
+    return suggestion_build(kind=kind, sampled=sampled, columns=_match_columns(kind, sampled.header))
+
+
+def suggestion_build(*, kind: str, sampled: SampledFile, columns: dict[str, str],
+                     date_format_fallback: str | None = None) -> dict[str, Any]:
+    """The suggestion for `columns` (field -> header): date format and decimal separator
+    sniffed from their values, confidence, preview. `date_format_fallback` is used only where
+    no known format fits (never where two fit: an ambiguity is never resolved here)."""
+    sample, delimiter, index = sampled.sample, sampled.delimiter, sampled.index
 
     def values(name: str) -> list[str]:
-        i = index[columns[name]]
-        return [c[i].strip() for c in sample if i < len(c)]
+        return sampled.values(columns[name])
 
     notes: list[str] = []
     date_format: str | None = None
     for name in CANONICAL[kind]:
         if name in DATE_FIELDS and name in columns:
             found, note = date_format_sniff(values(name))
+            if found is None and note.startswith("no known") and date_format_fallback:
+                found, note = date_format_fallback, "read by the model, checked against every sampled value"
             notes.append(f"{name}: {note}")
             if found is None:
                 date_format = None

@@ -48,10 +48,15 @@ class Command(BaseCommand):
                           f"last {report.days} days: {report.decisions} decisions, {report.changed} would change")
         self.stdout.write(f"  retries forbidden {report.retries_forbidden}, added {report.retries_added}; "
                           f"wait shorter {report.wait_shorter}, longer {report.wait_longer}; "
-                          f"pipeline drafts changed {report.pipeline_drafts_changed}")
-        self.stdout.write("  money in changed decisions: expected recovered "
-                          f"{report.changed_expected_recovered_minor}, "
-                          f"annual value at risk {report.changed_annual_value_at_risk_minor} (minor units)")
+                          f"drafts written {report.drafts_written}, would not be written "
+                          f"{report.drafts_not_written}, would be added {report.drafts_added}")
+        money = data["money"]["by_currency"]
+        if not money:
+            self.stdout.write("  money in changed decisions: none")
+        for currency, m in money.items():  # one line per currency: never added across currencies
+            self.stdout.write(f"  money in changed decisions, {currency}: {m['decisions']} decisions, expected "
+                              f"recovered {m['expected_recovered_minor']}, annual value at risk "
+                              f"{m['annual_value_at_risk_minor']} (minor units)")
         for code, summary in data["by_failure_code"].items():
             self.stdout.write(f"  {code}: {summary['decisions']} decisions, {summary['changed']} change")
             for step in summary["transitions"]:

@@ -10,21 +10,24 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reconciliation.formats import FileRefused, decode
-from reconciliation.layouts import layout_suggest
+from reconciliation.layout_model import layout_suggest_assisted
 from reconciliation.management.commands._common import ACTOR, read_file, refused, tenant_get
 from reconciliation.models import Kind
 from reconciliation.services.imports import layout_save
 
-SUGGEST_KEYS = ("kind", "columns", "date_format", "decimal_separator", "delimiter", "confidence", "preview")
+SUGGEST_KEYS = ("kind", "columns", "date_format", "decimal_separator", "delimiter", "confidence", "preview",
+                "sources", "model")
 
 
 class Command(BaseCommand):
-    help = "Suggest (deterministic, no model) or confirm the column layout of a CSV export."
+    help = ("Suggest (deterministic; a chat model's checked additions only when PAYPILOT_RECON_LAYOUT_LLM is on) "
+            "or confirm the column layout of a CSV export.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         suggest = sub.add_parser("suggest", help="print JSON: kind, columns, date_format, ... preview")
         suggest.add_argument("--kind", required=True, choices=Kind.values)
+        suggest.add_argument("--tenant", help="meter a model call against this tenant's spend cap (optional)")
         suggest.add_argument("file")
         save = sub.add_parser("save", help="confirm a mapping for the header of --sample")
         save.add_argument("--tenant", required=True)
@@ -36,8 +39,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         limit = settings.PAYPILOT_RECON_MAX_FILE_BYTES
         if options["action"] == "suggest":
+            tenant = tenant_get(options["tenant"]) if options["tenant"] else None
             try:
-                suggestion = layout_suggest(kind=options["kind"], text=decode(read_file(options["file"], limit=limit)))
+                suggestion = layout_suggest_assisted(kind=options["kind"], tenant=tenant,
+                                                     text=decode(read_file(options["file"], limit=limit)))
             except FileRefused as exc:
                 raise refused(exc) from exc
             for note in suggestion["notes"]:
