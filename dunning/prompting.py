@@ -10,18 +10,16 @@ in the audit log is taken with the boundary normalised, so equal inputs hash equ
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dunning.retrieval import Passage
+from paypilot.chat import fence, new_boundary, prompt_hash  # noqa: F401 - the fencing lives in the core
 
 NAME_MASK = "[[CUSTOMER_NAME]]"
 EMAIL_MASK = "[[CUSTOMER_EMAIL]]"
-_BOUNDARY_PLACEHOLDER = "FENCE"
 
 SYSTEM_PROMPT = """You write short dunning emails for a subscription business.
 Rules you always follow:
@@ -45,16 +43,6 @@ class Prompt:
     hash: str  # sha256 of the prompt with the boundary normalised, first 32 hex chars
 
 
-def new_boundary() -> str:
-    return secrets.token_hex(12)
-
-
-def fence(text: str, boundary: str) -> str:
-    """Wrap untrusted text; fence markers inside it are neutralised first."""
-    cleaned = text.replace("<<<", "< < <").replace(">>>", "> > >").replace(boundary, "")
-    return f"<<<UNTRUSTED {boundary}>>>\n{cleaned}\n<<<END {boundary}>>>"
-
-
 def mask_customer(*, name: str | None, email: str | None) -> dict[str, str]:
     """The customer fields as the model may see them: presence only, as mask tokens."""
     masked = {}
@@ -68,11 +56,6 @@ def mask_customer(*, name: str | None, email: str | None) -> dict[str, str]:
 def rehydrate(text: str, *, name_phrase: str) -> str:
     """Put the (already safe) name back. The email mask is deliberately left in place."""
     return text.replace(NAME_MASK, name_phrase)
-
-
-def prompt_hash(system: str, user: str, boundary: str) -> str:
-    blob = f"{system}\n\n{user}".replace(boundary, _BOUNDARY_PLACEHOLDER)
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
 def build_prompt(

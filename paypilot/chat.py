@@ -9,6 +9,8 @@ same guarded seam without importing dunning. With nothing registered there is no
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -33,3 +35,25 @@ def chat_seam_register(seam: ChatSeam) -> None:
 
 def chat_seam() -> ChatSeam | None:
     return _seam
+
+
+# Fencing of untrusted text, shared by every prompt built in any app (dunning's drafts,
+# reconciliation's contract reading): the boundary is random per request, so text inside the
+# fence cannot close it.
+_BOUNDARY_PLACEHOLDER = "FENCE"
+
+
+def new_boundary() -> str:
+    return secrets.token_hex(12)
+
+
+def fence(text: str, boundary: str) -> str:
+    """Wrap untrusted text; fence markers inside it are neutralised first."""
+    cleaned = text.replace("<<<", "< < <").replace(">>>", "> > >").replace(boundary, "")
+    return f"<<<UNTRUSTED {boundary}>>>\n{cleaned}\n<<<END {boundary}>>>"
+
+
+def prompt_hash(system: str, user: str, boundary: str) -> str:
+    """sha256 of the prompt with the random boundary normalised, so one input hashes alike."""
+    blob = f"{system}\n\n{user}".replace(boundary, _BOUNDARY_PLACEHOLDER)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]

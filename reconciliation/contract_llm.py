@@ -1,6 +1,6 @@
-"""The model's reading of a pricing document, through the one guarded chat seam (`dunning.llm`).
+"""The model's reading of a pricing document, through the one guarded chat seam (`paypilot.chat`).
 
-Used only when `dunning.llm.get_chat_client()` gives a client (PAYPILOT_LLM_DRAFT=1 and an
+Used only when the chat seam gives a client (PAYPILOT_LLM_DRAFT=1 and an
 OPENAI_API_KEY). The document goes in masked (email addresses, IBANs, card-like digit runs
 and secret-shaped tokens replaced by tokens) and fenced with a boundary that is random per
 request, so text in it that reads like an instruction is data. The spend cap is checked
@@ -10,8 +10,9 @@ to the deterministic extractor. Whatever the model says is then checked value by
 (`reconciliation.verification`) exactly like the extractor's reading: the model is never
 trusted, only quoted.
 
-The seam lives in the dunning app; reconciliation imports it rather than constructing a
-second client, so there is one place that builds a client, one spend cap and one meter.
+The client, spend cap and meter live in `dunning.llm`, which offers them to the apps beside
+it through `paypilot.chat` (reconciliation never imports dunning), so there is one place that
+builds a client, one spend cap and one meter.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from dunning import llm
-from dunning.prompting import fence, new_boundary, prompt_hash
+from paypilot.chat import chat_seam, fence, new_boundary, prompt_hash
 from paypilot.models import Tenant
 from paypilot.tenancy import tenant_context
 from reconciliation.extraction import TERMS, Extraction, Term
@@ -106,8 +106,9 @@ def model_extract(*, tenant: Tenant, text: str) -> tuple[Extraction | None, dict
     """(the model's extraction or None, audit detail). None means: use the extractor. No
     database transaction is held during the call; the budget check and the meter bind the
     tenant for row-level security."""
-    client = llm.get_chat_client()
-    if client is None:
+    seam = chat_seam()
+    client = seam.get_client() if seam is not None else None
+    if seam is None or client is None:
         return None, {}
     detail: dict[str, Any] = {"model": client.model, "fallback_used": True}
     if len(text) > MAX_DOCUMENT_CHARS:
@@ -116,9 +117,9 @@ def model_extract(*, tenant: Tenant, text: str) -> tuple[Extraction | None, dict
     system = SYSTEM_PROMPT.format(boundary=boundary)
     user = "Pricing document:\n" + fence(document_mask(text), boundary)
     detail["prompt_hash"] = prompt_hash(system, user, boundary)
-    estimate = llm.estimate_cost(client.model, prompt_chars=len(system) + len(user), max_tokens=MAX_OUTPUT_TOKENS)
+    estimate = seam.estimate_cost(client.model, prompt_chars=len(system) + len(user), max_tokens=MAX_OUTPUT_TOKENS)
     with tenant_context(tenant):
-        allowed = llm.budget_allows(tenant=tenant, estimate=estimate)
+        allowed = seam.budget_allows(tenant=tenant, estimate=estimate)
     if not allowed:
         return None, {**detail, "verdict": VERDICT_BUDGET, "reason": "llm_budget_exhausted"}
     try:
@@ -127,7 +128,7 @@ def model_extract(*, tenant: Tenant, text: str) -> tuple[Extraction | None, dict
         logger.warning("contract extraction call failed: %s", type(exc).__name__)
         return None, {**detail, "verdict": VERDICT_ERROR, "reason": type(exc).__name__[:60]}
     with tenant_context(tenant):
-        llm.usage_record(tenant=tenant, model=client.model, reply=reply)
+        seam.usage_record(tenant=tenant, model=client.model, reply=reply)
     extraction = reply_parse(reply.text)
     if extraction is None:
         return None, {**detail, "verdict": VERDICT_UNPARSEABLE}
