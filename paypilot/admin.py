@@ -18,7 +18,15 @@ class TenantAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[typ
     tenants` so each one is audited."""
 
     tenant_field = "pk"
-    readonly_fields = ["status", "created_at"]
+    readonly_fields = ["status", "created_at", "holdout_pct", "holdout_start"]
+    fieldsets = [
+        (None, {"fields": ["slug", "name", "status", "created_at", "holdout_pct", "holdout_start"]}),
+        ("Customer email branding", {
+            "fields": ["display_name", "brand_colour", "logo_url"],
+            "description": "How the HTML part of every dunning email shows this tenant "
+                           "(docs/approvals.md, \"The email customers receive\").",
+        }),
+    ]
     list_display = ["slug", "name", "status", "created_at"]
     list_filter = ["status"]
     search_fields = ["slug", "name"]
