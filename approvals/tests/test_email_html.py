@@ -241,3 +241,26 @@ def test_preview_of_another_tenants_draft_is_404(client, tenant, approver):
     approval = _approval(other)
     client.force_login(approver)
     assert client.get(f"/admin/approvals/approvalrequest/{approval.pk}/email.html").status_code == 404
+
+
+def test_branding_is_set_in_the_tenant_admin_validated_and_audited(client, tenant):
+    from django.contrib.auth.models import User
+
+    from paypilot.models import AuditEvent
+
+    root = User.objects.create_superuser("root", "root@example.com", "pw-root-123456")
+    client.force_login(root)
+    url = f"/admin/paypilot/tenant/{tenant.pk}/change/"
+    form = {"slug": tenant.slug, "name": tenant.name, "display_name": "Acme", "brand_colour": "red",
+            "logo_url": "javascript:alert(1)"}
+    refused = client.post(url, form)
+    assert refused.status_code == 200  # the form again, with its errors
+    errors = refused.context["adminform"].form.errors
+    assert set(errors) == {"brand_colour", "logo_url"}
+    tenant.refresh_from_db()
+    assert (tenant.display_name, tenant.brand_colour, tenant.logo_url) == ("", "", "")
+    assert client.post(url, {**form, "brand_colour": "#0a7d4f", "logo_url": LOGO}).status_code == 302
+    tenant.refresh_from_db()
+    assert (tenant.display_name, tenant.brand_colour, tenant.logo_url) == ("Acme", "#0a7d4f", LOGO)
+    event = AuditEvent.objects.get(event="paypilot.tenant.branding_changed")
+    assert event.detail == {"fields": ["brand_colour", "display_name", "logo_url"]} and event.actor == f"user:{root.pk}"
