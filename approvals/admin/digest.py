@@ -56,7 +56,8 @@ class DigestPreferenceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def has_add_permission(self, request: HttpRequest) -> bool:
         if not _approver(request):
             return False
-        return request.user.is_superuser or not DigestPreference.objects.filter(user_id=request.user.pk).exists()
+        user: Any = request.user
+        return bool(user.is_superuser) or not DigestPreference.objects.filter(user=user).exists()
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return _approver(request) and _own(request, obj)

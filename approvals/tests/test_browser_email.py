@@ -20,7 +20,8 @@ LOGO = "https://brand.acme.example/logo.svg"
 # The tenant's logo, served by Playwright in place of the network (tests run offline).
 LOGO_SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" width="168" height="48" viewBox="0 0 168 48">'
             b'<rect width="48" height="48" rx="10" fill="#0a7d4f"/><path d="M12 34 L24 12 L36 34 Z" fill="#fff"/>'
-            b'<text x="58" y="32" font-family="Arial" font-size="22" font-weight="bold" fill="#16324f">Acme</text></svg>')
+            b'<text x="58" y="32" font-family="Arial" font-size="22" font-weight="bold" fill="#16324f">'
+            b'Acme</text></svg>')
 
 
 @pytest.mark.django_db(transaction=True)
@@ -54,7 +55,8 @@ def test_review_shows_sandboxed_html_beside_text_and_approves(live_server, queue
 
             context.route(LOGO, serve_logo)
             page = context.new_page()
-            page.on("console", lambda msg: violations.append(msg.text) if "Content Security Policy" in msg.text else None)
+            page.on("console", lambda msg: violations.append(msg.text)
+                    if "Content Security Policy" in msg.text else None)
             page.goto(f"{live_server.url}/admin/login/?next=/admin/")
             page.fill("#id_username", user.username)
             page.fill("#id_password", PASSWORD)
@@ -93,7 +95,8 @@ def test_review_shows_sandboxed_html_beside_text_and_approves(live_server, queue
                 page.screenshot(path=str(DOCS / "approvals-review-html.png"), full_page=True)
                 email_page = context.new_page()
                 email_page.set_viewport_size({"width": 680, "height": 400})
-                response = email_page.goto(f"{live_server.url}/admin/approvals/approvalrequest/{approval.pk}/email.html")
+                preview = f"{live_server.url}/admin/approvals/approvalrequest/{approval.pk}/email.html"
+                response = email_page.goto(preview)
                 assert response is not None and response.headers["content-security-policy"] == EMAIL_PREVIEW_CSP
                 email_page.wait_for_function("() => document.images[0] && document.images[0].complete")
                 email_page.screenshot(path=str(DOCS / "approvals-email.png"), full_page=True)

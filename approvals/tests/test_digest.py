@@ -67,7 +67,8 @@ def test_digest_lists_what_waits_oldest_then_highest_with_review_links(queue, in
     row = DigestSend.objects.get()
     assert row.status == DigestSend.Status.SENT and row.items == 3 and row.message_id
     event = AuditEvent.objects.get(event="approvals.digest.sent")
-    assert event.detail["approver"] == inbox_user.pk and event.detail["count"] == 3 and event.tenant_id == queue[0].tenant_id
+    assert event.detail["approver"] == inbox_user.pk and event.detail["count"] == 3
+    assert event.tenant_id == queue[0].tenant_id
     assert all(a.status == ApprovalRequest.Status.PENDING for a in ApprovalRequest.objects.all())  # approves nothing
 
 

@@ -225,7 +225,7 @@ def test_review_page_shows_both_parts_and_the_sandboxed_preview(client, tenant, 
     assert page.status_code == 200
     content = page.content.decode()
     preview_url = f"/admin/approvals/approvalrequest/{approval.pk}/email.html"
-    assert f'<iframe id="pp-html" class="pp-html-frame" sandbox="" referrerpolicy="no-referrer"' in content
+    assert '<iframe id="pp-html" class="pp-html-frame" sandbox="" referrerpolicy="no-referrer"' in content
     assert f'src="{preview_url}"' in content and 'id="pp-body"' in content
     assert page["Content-Security-Policy"].startswith("default-src 'self'")  # the page's own policy holds
     preview = client.get(preview_url)
