@@ -221,7 +221,7 @@ def _triage(ctx: DisputeContext) -> dict[str, Any]:
         "evidence_due_by": row.evidence_due_by.isoformat() if row.evidence_due_by else None,
         "days_left": ctx.days_left,
         "due_soon": ctx.days_left is not None and 0 <= ctx.days_left <= DISPUTE_DUE_DAYS and is_open(row.status),
-        "opened_at": row.created_at.isoformat(), "source": row.source,
+        "opened_at": row.created_at.isoformat(), "source": row.source, "row_id": row.pk,
         "linked_breaks": [break_brief(b) for b in ctx.breaks],
         "same_story": _same_story(ctx),
         "win_likelihood": {"level": likelihood, "score": score, "base": BASE_SCORE,

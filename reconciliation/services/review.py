@@ -66,7 +66,7 @@ def morning_review(*, tenant: Tenant, as_of: date, store: bool = False, actor: s
                         "explanation": b["explanation"], "contract_version": b.get("contract_version"),
                         "status": statuses.get(position, "open"), "approver": approver,
                         "related_disputes": related})
-    todo = _todo(result["todo"], by_charge)
+    todo = todo_marked(result["todo"], by_charge)
     rate = result["match_rate"]
     review = {
         "as_of": as_of.isoformat(),
@@ -88,7 +88,7 @@ def morning_review(*, tenant: Tenant, as_of: date, store: bool = False, actor: s
     return review
 
 
-def _todo(items: list[dict[str, Any]], disputes_by_charge: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def todo_marked(items: list[dict[str, Any]], disputes_by_charge: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """The run's to-do list with display strings and the approval mark. A duplicate capture
     whose extra charge is disputed is one story with the dispute: its action becomes
     "do not refund; decide the dispute" (a refund as well would pay the customer twice)."""
