@@ -17,6 +17,7 @@ from django.utils import timezone
 from paypilot.money import currency_known
 from paypilot.money import currency_known
 from paypilot.models import Tenant
+from paypilot.tenancy import tenant_context
 from reconciliation.engine import FINANCE, money
 from reconciliation.services.errors import (
     BAD_AMOUNT,
@@ -84,6 +85,13 @@ def refund_check(*, tenant: Tenant, order_id: str | None = None, charge_id: str 
                                      and currency_known(currency.upper())):
         raise ReconLookupError(BAD_CURRENCY, "currency must be a three-letter ISO 4217 code")
     day = as_of or timezone.now().date()
+    with tenant_context(tenant):
+        return _checked(tenant=tenant, day=day, order_id=order_id, charge_id=charge_id, amount_minor=amount_minor,
+                        currency=currency)
+
+
+def _checked(*, tenant: Tenant, day: date, order_id: str | None, charge_id: str | None, amount_minor: int | None,
+             currency: str | None) -> dict[str, Any]:
     captures, target, order = _captures(tenant=tenant, as_of=day, order_id=order_id, charge_id=charge_id)
     checks: list[dict[str, Any]] = []
     base: dict[str, Any] = {"order_id": order or None, "charge_id": target.charge_id if target else charge_id,
