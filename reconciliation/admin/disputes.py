@@ -39,7 +39,8 @@ class RefundCheckForm(forms.Form):
                                     help_text="platform admins only: whose data to check")
     order_id = forms.CharField(required=False, max_length=128)
     charge_id = forms.CharField(required=False, max_length=128)
-    amount = forms.CharField(required=False, max_length=32, help_text="major units, e.g. 65.00; empty: all that is left")
+    amount = forms.CharField(required=False, max_length=32,
+                             help_text="major units, e.g. 65.00; empty: all that is left")
     currency = forms.CharField(required=False, max_length=3)
     as_of = forms.DateField(required=False, help_text="YYYY-MM-DD; empty: today")
 

@@ -20,10 +20,10 @@ from django.views.decorators.http import require_POST
 from paypilot.admin_perf import choices_filter, pairs
 from paypilot.admin_tenancy import TenantScopedAdminMixin, TenantScopedReadOnlyAdmin, admin_tenant_for
 from paypilot.money import format_minor
+from paypilot.tenancy import tenant_context
 from reconciliation.engine import BREAK_KINDS
 from reconciliation.models import Break, Run
 from reconciliation.selectors import review_csv, run_latest
-from paypilot.tenancy import tenant_context
 from reconciliation.services.disputes import dispute_list
 from reconciliation.services.review import morning_review, todo_marked
 from reconciliation.services.runs import break_assign, break_resolve, input_digest

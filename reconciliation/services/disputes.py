@@ -59,7 +59,8 @@ STRIPE_REASONS: dict[str, str] = {
 # Other providers' and banks' words (a disputes file from Adyen, PayPal, a bank): the first
 # fragment found in the normalised reason decides.
 REASON_FRAGMENTS: tuple[tuple[str, str], ...] = (
-    ("unrecogni", UNRECOGNISED), ("fraud", FRAUDULENT), ("unauthori", FRAUDULENT), ("no_authori", FRAUDULENT), ("cardholder_authori", FRAUDULENT),
+    ("unrecogni", UNRECOGNISED), ("fraud", FRAUDULENT), ("unauthori", FRAUDULENT), ("no_authori", FRAUDULENT),
+    ("cardholder_authori", FRAUDULENT),
     ("duplicate", DUPLICATE), ("paid_by_other", DUPLICATE), ("not_received", PRODUCT_NOT_RECEIVED),
     ("non_receipt", PRODUCT_NOT_RECEIVED), ("not_delivered", PRODUCT_NOT_RECEIVED),
     ("subscription", SUBSCRIPTION_CANCELLED), ("recurring", SUBSCRIPTION_CANCELLED),

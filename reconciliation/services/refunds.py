@@ -14,9 +14,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from paypilot.money import currency_known
-from paypilot.money import currency_known
 from paypilot.models import Tenant
+from paypilot.money import currency_known
 from paypilot.tenancy import tenant_context
 from reconciliation.engine import FINANCE, money
 from reconciliation.services.errors import (
