@@ -38,7 +38,6 @@ class RunAdmin(TenantScopedReadOnlyAdmin):
     list_display = ("as_of", "created_at", "match_rate", "breaks_count", "input_digest", "tenant")
     list_filter = ("tenant",)
     date_hierarchy = None
-    show_full_result_count = False
 
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
@@ -143,7 +142,6 @@ class BreakAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type
     readonly_fields = ("tenant", "run", "position", "kind", "amount_minor", "currency", "refs", "explanation",
                        "contract_version", "status", "assignee", "resolution_note", "resolved_at", "resolved_by")
     actions = ["assign_to_me", "resolve_selected"]
-    show_full_result_count = False
 
     @admin.display(description="amount")
     def amount_col(self, obj: Break) -> str:

@@ -120,7 +120,8 @@ class DisputeContext:
 
 def _context(tenant: Tenant, row: DisputeRow, as_of: date, index: BreakIndex) -> DisputeContext:
     days_left = (row.evidence_due_by - as_of).days if row.evidence_due_by else None
-    [charge] = charges_for(tenant=tenant, as_of=as_of, charge_ids=[row.charge_id])[:1] or [None]
+    found = charges_for(tenant=tenant, as_of=as_of, charge_ids=[row.charge_id])
+    charge = found[0] if found else None
     order_id = charge.order_id if charge else ""
     order = order_of(tenant=tenant, as_of=as_of, order_id=order_id) if order_id else None
     captures = charges_for(tenant=tenant, as_of=as_of, order_id=order_id) if order_id else (
