@@ -93,7 +93,7 @@ def charges_for(*, tenant: Tenant, as_of: date, charge_ids: list[str] | None = N
         charges = rows.filter(type=ProviderRow.Type.CHARGE).filter(
             Q(charge_id__in=wanted) | Q(charge_id="", transaction_id__in=wanted))
     else:
-        ids = sorted({o for o in (order_ids if order_ids is not None else [order_id]) if o})
+        ids = sorted({o for o in (order_ids if order_ids is not None else [order_id or ""]) if o})
         if not ids:
             return []
         refs = list(OrderRow.objects.filter(tenant=tenant, order_id__in=ids).exclude(payment_reference="")
