@@ -123,6 +123,9 @@ class Parsed:
     kind: str
     file_format: str
     rows: Iterable[dict[str, Any]] = field(default_factory=list)
+    # The same rows as canonical columns (`reconciliation.columnar`) when the fast reader
+    # took the file; then `rows` is not read.
+    columns: dict[str, Any] | None = None
 
 
 # --- cells ---------------------------------------------------------------------------------
