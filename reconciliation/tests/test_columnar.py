@@ -8,6 +8,7 @@ import io
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -100,7 +101,7 @@ def test_dates_equal_parse_when_or_decline(cells: list[str], date_format: str) -
 
 # --- both import paths store the same rows --------------------------------------------------
 
-FIELDS = {
+FIELDS: dict[Any, tuple[str, ...]] = {
     OrderRow: ("line", "order_id", "ordered_at", "ordered_day", "amount_minor", "currency", "payment_reference",
                "customer_email_hash", "status"),
     ProviderRow: ("line", "transaction_id", "created_at", "created_day", "type", "amount_minor", "fee_minor",
@@ -110,7 +111,7 @@ FIELDS = {
     DisputeRow: ("line", "dispute_id", "charge_id", "amount_minor", "currency", "reason", "status",
                  "evidence_due_by", "created_at"),
 }
-MODEL = {"orders": OrderRow, "provider": ProviderRow, "bank": BankRow, "disputes": DisputeRow}
+MODEL: dict[str, Any] = {"orders": OrderRow, "provider": ProviderRow, "bank": BankRow, "disputes": DisputeRow}
 
 STRIPE_ODD = (
     b"balance_transaction_id,created_utc,currency,gross,fee,net,reporting_category,source_id,"
@@ -124,12 +125,12 @@ STRIPE_ODD = (
 )
 
 
-def _stored(model: type, tenant) -> list[tuple]:  # type: ignore[no-untyped-def]
+def _stored(model: Any, tenant) -> list[tuple]:  # type: ignore[no-untyped-def]
     return list(model.objects.filter(tenant=tenant).order_by("line").values_list(*FIELDS[model]))
 
 
 def _both_ways(tenant, other_tenant, monkeypatch, kind: str, data: bytes, mapping: dict | None):  # type: ignore[no-untyped-def]
-    outcomes = []
+    outcomes: list[Any] = []
     for who, threshold in ((tenant, 0), (other_tenant, 10**12)):
         monkeypatch.setattr(imports, "COLUMNAR_MIN_BYTES", threshold)
         if mapping is not None:
@@ -183,10 +184,9 @@ def test_odd_cells_convert_one_by_one_and_formula_text_is_refused_the_same_way(t
 def test_a_bad_row_is_refused_with_the_row_parsers_line_column_and_reason(tenant, other_tenant, monkeypatch,  # type: ignore[no-untyped-def]
                                                                           body, reason, line) -> None:
     data = ("Nr;Datum;Betrag;Währung\n" + body).encode()
-    mapping = {"columns": {"order_id": "Nr", "ordered_at": "Datum", "amount": "Betrag", "currency": "Währung"},
-               "date_format": "%d/%m/%Y %H:%M", "decimal_separator": ",", "delimiter": ";"}
-    spec = LayoutSpec(columns=mapping["columns"], date_format=mapping["date_format"], decimal_separator=",",
-                      delimiter=";")
+    columns = {"order_id": "Nr", "ordered_at": "Datum", "amount": "Betrag", "currency": "Währung"}
+    mapping = {"columns": columns, "date_format": "%d/%m/%Y %H:%M", "decimal_separator": ",", "delimiter": ";"}
+    spec = LayoutSpec(columns=columns, date_format="%d/%m/%Y %H:%M", decimal_separator=",", delimiter=";")
     assert columnar.layout_columns(data, kind="orders", spec=spec) is None or reason == "value_too_long"
     outcomes = []
     for who, threshold in ((tenant, 0), (other_tenant, 10**12)):
