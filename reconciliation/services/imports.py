@@ -216,6 +216,7 @@ def _db_lists(kind: str, columns: dict[str, Any], *, timestamp_suffix: str) -> l
 
 SQLITE_ROWS_PER_INSERT = 200  # rows per multi-row VALUES statement (under SQLite's 32,766 variables)
 COPY_ROWS = 50_000  # rows per COPY chunk (a progress step)
+SQLITE_SLICE_ROWS = 50_000  # rows turned into Python values at once on SQLite (bounded memory)
 
 
 def columns_bulk_insert(
@@ -239,32 +240,27 @@ def columns_bulk_insert(
     if connection.vendor == "postgresql":
         _copy_insert(kind, table, quoted, tenant_id, file_id, columns, count, progress)
         return count
-    lists = _db_lists(kind, columns, timestamp_suffix="")
-    width = len(lists)
-    flat: list[Any] = [None] * (count * width)
-    for i, values in enumerate(lists):
-        flat[i::width] = values
-    del lists
+    width = len(names) - 2
     # tenant and file are this import's own integer ids: literals, not bound per row.
     one = f"({int(tenant_id)}, {int(file_id)}, " + ", ".join(["?"] * width) + ")"
     step = SQLITE_ROWS_PER_INSERT
-    full = count // step * step
+    sql = f"INSERT INTO {table} ({quoted}) VALUES " + ", ".join([one] * step)
     connection.ensure_connection()
     raw = connection.connection.cursor()  # the sqlite3 cursor: no per-call query rewriting
-    sql = f"INSERT INTO {table} ({quoted}) VALUES " + ", ".join([one] * step)
-    done = 0
-    chunk = step * 250
-    for start in range(0, full, chunk):
-        stop = min(full, start + chunk)
-        raw.executemany(sql, (flat[i * width:(i + step) * width] for i in range(start, stop, step)))
+    # A slice of the file at a time: Python values for a million rows would take ~1 GB.
+    for start in range(0, count, SQLITE_SLICE_ROWS):
+        part = {name: series.slice(start, SQLITE_SLICE_ROWS) for name, series in columns.items()}
+        size = min(SQLITE_SLICE_ROWS, count - start)
+        flat: list[Any] = [None] * (size * width)
+        for i, values in enumerate(_db_lists(kind, part, timestamp_suffix="")):
+            flat[i::width] = values
+        full = size // step * step
+        raw.executemany(sql, (flat[i * width:(i + step) * width] for i in range(0, full, step)))
+        if full < size:
+            raw.execute(f"INSERT INTO {table} ({quoted}) VALUES " + ", ".join([one] * (size - full)),
+                        flat[full * width:])
         if progress is not None:
-            progress(stop - start)
-        done = stop
-    if done < count:
-        rest = count - done
-        raw.execute(f"INSERT INTO {table} ({quoted}) VALUES " + ", ".join([one] * rest), flat[done * width:])
-        if progress is not None:
-            progress(rest)
+            progress(size)
     return count
 
 
