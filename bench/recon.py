@@ -9,6 +9,11 @@ the run does real work. SQLite by default (a fresh file); `--postgres URL` migra
 uses that database instead (use your own database name; each run adds a new tenant).
 Run twice at two sizes to see that cost grows linearly.
 
+Each figure comes as wall time (with the load average: the machine may be shared) and as
+CPU time: this process's (polars and, on SQLite, the database work included) plus, on
+PostgreSQL, the server backend's own, read from /proc/<pg_backend_pid()>/stat when the
+server runs on this machine. CPU time is what says the rate per core.
+
 Usage: .venv/bin/python bench/recon.py [--orders 1000000] [--payouts 20000] [--cpu 0]
        [--postgres postgres://postgres@127.0.0.1:5432/pp_rec_bench]
 """
@@ -96,6 +101,27 @@ def write_files(work: Path, n: int, payouts: int, seed: int = 7) -> dict[str, Pa
     return {"orders": orders_path, "provider": provider_path, "bank": bank_path}
 
 
+def _backend_cpu(connection) -> float | None:  # type: ignore[no-untyped-def]
+    """Seconds of CPU the PostgreSQL backend serving this connection has used, or None."""
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_text(cpu: float, server: float | None, rows: int | None = None) -> str:
+    total = cpu + (server or 0.0)
+    rate = f" = {rows / total:,.0f} rows/s" if rows else ""
+    server_text = "" if server is None else f" + server backend {server:.1f} s"
+    return f"CPU: this process {cpu:.1f} s{server_text} = {total:.1f} s{rate}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--orders", type=int, default=1_000_000, help="orders (and about as many provider rows)")
@@ -137,31 +163,40 @@ def main() -> None:
                "date_format": "%d/%m/%Y %H:%M", "decimal_separator": ",", "delimiter": ";"}
     head = b"".join(files["orders"].open("rb").readlines()[:50])
     layout_save(tenant=tenant, kind="orders", mapping=mapping, sample=head, actor="bench")
-    total_rows, total_time, total_cpu = 0, 0.0, 0.0
+    total_rows, total_time, total_cpu, total_server = 0, 0.0, 0.0, 0.0
+    print(f"load average    {os.getloadavg()[0]:.1f} (1 min) before the imports")
     for kind in ("provider", "orders", "bank"):
         data = files[kind].read_bytes()
+        s0 = _backend_cpu(connection)
         t0, c0 = time.perf_counter(), time.process_time()
         batch = file_import(tenant=tenant, kind=kind, filename=files[kind].name, data=data, actor="bench")
         took, cpu = time.perf_counter() - t0, time.process_time() - c0
+        s1 = _backend_cpu(connection)
+        server = None if s0 is None or s1 is None else s1 - s0
         del data
         total_rows += batch.rows
         total_time += took
         total_cpu += cpu
-        print(f"import {kind:<8} {batch.rows:>9,} rows in {took:6.1f} s = {batch.rows / took:>9,.0f} rows/s "
-              f"(this process's CPU {cpu:.1f} s = {batch.rows / cpu:,.0f} rows/s; {batch.file_format})")
+        total_server += server or 0.0
+        print(f"import {kind:<8} {batch.rows:>9,} rows in {took:6.1f} s = {batch.rows / took:>9,.0f} rows/s wall "
+              f"({_cpu_text(cpu, server, batch.rows)}; {batch.file_format})")
+    server_total = total_server if connection.vendor == "postgresql" and s1 is not None else None
     print(f"import all      {total_rows:>9,} rows in {total_time:6.1f} s = {total_rows / total_time:>9,.0f} rows/s "
-          f"(CPU {total_cpu:.1f} s = {total_rows / total_cpu:,.0f} rows/s)")
+          f"wall ({_cpu_text(total_cpu, server_total, total_rows)}); load average {os.getloadavg()[0]:.1f}")
+    s0 = _backend_cpu(connection)
     t0, c0 = time.perf_counter(), time.process_time()
     run, _ = run_create(tenant=tenant, as_of=date(2026, 12, 31), actor="bench")
     took, cpu = time.perf_counter() - t0, time.process_time() - c0
+    s1 = _backend_cpu(connection)
+    server = None if s0 is None or s1 is None else s1 - s0
     import json
 
     result = json.loads(run.result_json)
     counts: dict[str, int] = {}
     for b in result["breaks"]:
         counts[b["kind"]] = counts.get(b["kind"], 0) + 1
-    print(f"run             {took:6.1f} s (this process's CPU {cpu:.1f} s; the database's own work is in the wall "
-          f"time): {result['orders']:,} orders, match rate {result['match_rate']}, "
+    print(f"run             {took:6.1f} s wall ({_cpu_text(cpu, server)}; load average {os.getloadavg()[0]:.1f}): "
+          f"{result['orders']:,} orders, match rate {result['match_rate']}, "
           f"{len(result['breaks']):,} breaks {dict(sorted(counts.items()))}, {len(result['in_transit'])} in transit")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory     {peak:,.0f} MB (max RSS of this process)")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from xml.etree import ElementTree
 
 from defusedxml import DefusedXmlException
 from defusedxml import ElementTree as SafeET
@@ -123,6 +124,9 @@ class Parsed:
     kind: str
     file_format: str
     rows: Iterable[dict[str, Any]] = field(default_factory=list)
+    # The same rows as canonical columns (`reconciliation.columnar`) when the fast reader
+    # took the file; then `rows` is not read.
+    columns: dict[str, Any] | None = None
 
 
 # --- cells ---------------------------------------------------------------------------------
@@ -414,7 +418,13 @@ def parse_camt053(data: bytes) -> Parsed:
     """Entries (<Ntry>) of every statement: signed amount, currency, booking and value date,
     account servicer reference, end-to-end id and the unstructured remittance text."""
     try:
-        root = SafeET.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        if b"<!DOCTYPE" in data or b"<!ENTITY" in data or b"\x00" in data:
+            root = SafeET.fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        else:
+            # No DTD, so nothing can declare an entity: the C parser, ~5x faster than the
+            # Python-level handlers defusedxml installs. (NUL bytes mean UTF-16/32, where
+            # the byte search above would not see a DOCTYPE: those go to defusedxml.)
+            root = ElementTree.fromstring(data)
     except DefusedXmlException as exc:
         raise FileRefused(REASON_XML_FORBIDDEN, "the XML declares a DTD or entities; refused unread") from exc
     except SafeET.ParseError as exc:

@@ -39,6 +39,7 @@ MIN_TOKEN = 6
 TEMP_TABLES = ("rt_orders", "rt_prov", "rt_cap", "rt_payout", "rt_bank", "rt_token", "rt_pmatch", "rt_cv",
                "rt_link", "rt_cum")
 Progress = Callable[[str], None]
+RUN_WORK_MEM = "128MB"  # PostgreSQL sort/hash memory per plan node during a run
 
 
 def _q(sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
@@ -431,6 +432,10 @@ def run_compute(*, tenant: Tenant, as_of: date, progress: Progress | None = None
     step = progress or (lambda _label: None)
     as_of_day = day_number(as_of)
     labels = {c.pk: c.label for c in ContractVersion.objects.filter(tenant=tenant)}
+    if connection.vendor == "postgresql" and connection.in_atomic_block:
+        # Each step sorts or hashes up to a million rows; at the default 4 MB every one
+        # spills to disk. Transaction-local, so it ends with the run.
+        _x(f"SET LOCAL work_mem = '{RUN_WORK_MEM}'")
     _drop_temps()
     try:
         step("orders and captures")
