@@ -128,8 +128,9 @@ def test_commands_print_json_and_exit_non_zero_on_refusal(tenant, tmp_path) -> N
     assert json.loads(str(caught.value))["reason"] == "duplicate_file"
     suggest = StringIO()
     call_command("recon_layout", "suggest", "--kind", "orders", str(EXPORTS / "shop_orders.csv"), stdout=suggest)
+    # The keys are the contract; `sources` and `model` say where each column came from.
     assert set(json.loads(suggest.getvalue())) == {"kind", "columns", "date_format", "decimal_separator",
-                                                   "delimiter", "confidence", "preview"}
+                                                   "delimiter", "confidence", "preview", "sources", "model"}
     saved = StringIO()
     call_command("recon_layout", "save", "--tenant", tenant.slug, "--kind", "orders",
                  "--mapping", str(EXPORTS / "orders.mapping.json"), "--sample", str(EXPORTS / "shop_orders.csv"),
