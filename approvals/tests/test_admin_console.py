@@ -67,7 +67,12 @@ def test_review_page_shows_the_rendered_email(logged_in, tenant, make_approval, 
     assert "your last payment failed" in html
     assert settings.PAYPILOT_PUBLIC_BASE_URL.rstrip("/") + "/r/" in html
     assert "Drafted with AI, reviewed by a person." in html
-    assert "card_expired" in html and "LLM" in html and "Approve and send" in html
+    assert 'data-code="card_expired">Card expired<' in html and "LLM" in html
+    # sending is off in tests: the button and the banner say the approval is a dry run
+    assert "Approve (dry run: sending is off)" in html and 'id="pp-sending-off"' in html
+    settings.PAYPILOT_SEND_EMAIL = True
+    html = logged_in.get(_review(approval.pk)).content.decode()
+    assert "Approve and send" in html and 'id="pp-sending-off"' not in html
 
 
 def test_single_approve_sends_and_moves_to_next(logged_in, tenant, make_approval, sending_on):
