@@ -24,12 +24,14 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
 from approvals import labels
 from approvals.labels import code_html
 from approvals.mailer import email_compose
+from approvals.workspace import EXPIRING_WITHIN
 from approvals.models import ApprovalRequest
 from approvals.services import (
     APPROVE_PERMISSION,
@@ -95,6 +97,37 @@ class DeliveryUnknownFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.filter(send__status="unknown") if self.value() == "unknown" else queryset
+
+
+class ExpiresFilter(admin.SimpleListFilter):
+    """Pending drafts that expire unapproved within a day (the home page's figure)."""
+
+    title = "expires"
+    parameter_name = "expires"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("day", "Within a day")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() != "day":
+            return queryset
+        now = timezone.now()
+        return queryset.filter(expires_at__gt=now, expires_at__lte=now + EXPIRING_WITHIN)
+
+
+class SecondApproverFilter(admin.SimpleListFilter):
+    """High-value drafts approved once, waiting for a different person (the home page's figure)."""
+
+    title = "second approver"
+    parameter_name = "second"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("waiting", "Waiting for a second approver")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() != "waiting":
+            return queryset
+        return queryset.filter(high_value=True, first_approver__isnull=False)
 
 
 def _locales() -> list[tuple[str, str]]:
@@ -172,8 +205,8 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
     list_display_links = None
     list_select_related = ["tenant", "invoice__customer", "draft__decision"]
     list_filter = [
-        QueueFilter, SourceFilter, RiskFilter, RuleFilter, LocaleFilter, "high_value", DeliveryUnknownFilter,
-        "tenant",
+        QueueFilter, ExpiresFilter, SecondApproverFilter, SourceFilter, RiskFilter, RuleFilter, LocaleFilter,
+        "high_value", DeliveryUnknownFilter, "tenant",
     ]
     # Answered by `get_search_results` over indexed prefixes (the names only make the admin
     # draw the search box; SEARCH_HELP says what is matched).
@@ -199,8 +232,8 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
     @admin.display(description="draft")
     def draft_col(self, obj: ApprovalRequest) -> str:
         url = reverse("admin:approvals_approvalrequest_change", args=[obj.pk])
-        high = format_html(' <span class="pp-badge high" title="needs two approvers">2&times;</span>') \
-            if obj.high_value else ""
+        high = mark_safe(' <span class="pp-badge high" title="high value: needs two approvers">2&times;</span>') \
+            if obj.high_value else ""  # constant markup
         return format_html('<a class="pp-review" href="{}" title="{}">#{} {}</a>{}', url, obj.subject, obj.pk,
                            Truncator(obj.subject).chars(34), high)
 
@@ -452,7 +485,7 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
         done = ", ".join(f"{n} {code.replace('_', ' ')}" for code, n in sorted(outcomes.items()))
         message = f"Bulk {verb}: {done or 'nothing decided'}."
         if skipped:
-            message += f" Skipped {sum(skipped.values())} not {verb}able: {_skip_summary(skipped)}."
+            message += f" Skipped {sum(skipped.values())} that cannot be {verb}d: {_skip_summary(skipped)}."
         self.message_user(request, message, messages.WARNING if skipped else messages.SUCCESS)
         return None
 
