@@ -18,10 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.apps import apps
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, QuerySet, Sum
 from django.utils import timezone
 
-from approvals.gates import REASON_GATES
 from approvals.models import ApprovalRequest, SuppressedSend
 from ledger.models import Invoice, ReportRollup
 from ledger.selectors import report_build
@@ -110,12 +109,8 @@ def _recovered_since(tenant: Tenant, start: datetime) -> dict[str, int]:
 
 def _suppressed_since(tenant: Tenant, start: datetime) -> list[tuple[str, int]]:
     rows = (SuppressedSend.objects.filter(tenant=tenant, created_at__gte=start)
-            .values("reason").annotate(n=Count("pk")))
-    by_gate: dict[str, int] = {}
-    for row in rows:  # one row per reason code: a handful
-        gate = REASON_GATES.get(row["reason"], row["reason"])
-        by_gate[gate] = by_gate.get(gate, 0) + int(row["n"])
-    return sorted(by_gate.items(), key=lambda item: (-item[1], item[0]))
+            .values("gate").annotate(n=Count("pk")).order_by())
+    return sorted(((row["gate"], int(row["n"])) for row in rows), key=lambda item: (-item[1], item[0]))
 
 
 def _recon_latest(tenant: Tenant, now: datetime) -> dict[str, Any] | None:
@@ -144,4 +139,3 @@ def _recon_latest(tenant: Tenant, now: datetime) -> dict[str, Any] | None:
     }
 
 
-__all__ = ["COUNT_CAP", "Capped", "Q", "Workspace", "capped_count", "workspace_read"]

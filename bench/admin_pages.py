@@ -165,6 +165,52 @@ def _build(*, invoices: int, approvals: int) -> None:
     print(f"  analysed in {time.perf_counter() - start:5.1f} s", flush=True)
 
 
+def _build_extras(*, approvals: int) -> None:
+    """The home page's other sources, added when missing (older bench databases lack them):
+    one suppressed send per ten approval requests, spread over the last 30 days (so about a
+    quarter fall in "this week"), and a reconciliation run."""
+    import json
+
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from approvals.models import SuppressedSend
+    from paypilot.models import Tenant
+    from reconciliation.models import Run
+
+    tenant = Tenant.objects.get(slug="bench")
+    if not SuppressedSend.objects.filter(tenant=tenant).exists():
+        count = max(1, approvals // 10)
+        start = time.perf_counter()
+        now = timezone.now().strftime("%Y-%m-%d %H:%M:%S")
+        vendor = connection.vendor
+        reasons = ("sending_disabled", "sending_disabled", "recipient_not_allowlisted", "cooldown_active",
+                   "invoice_closed")
+        gates = ("sending_enabled", "sending_enabled", "recipient_allowlisted", "cooldown", "invoice_open")
+        if vendor == "postgresql":
+            head, source = "", f"FROM generate_series(1, {count}) AS s(n)"
+            created = f"(timestamptz '{now}+00' - (n * {2592000 // count} + 1) * interval '1 second')"
+            dry = "(n % 5 < 2)"
+        else:
+            head = f"WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < {count}) "
+            source = "FROM s"
+            created = f"datetime('{now}', '-' || (n * {2592000 // count} + 1) || ' seconds')"
+            dry = "(n % 5 < 2)"
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"""{head}INSERT INTO approvals_suppressedsend (tenant_id, approval_id, invoice_id, gate,
+                reason, dry_run, created_at)
+                SELECT {tenant.pk}, n * 10, n * 10, {_case('n', gates)}, {_case('n', reasons)}, {dry},
+                    {created} {source}""")
+        print(f"  built {count:>9,} suppressed sends in {time.perf_counter() - start:5.1f} s", flush=True)
+    if not Run.objects.filter(tenant=tenant).exists():
+        result = {"money_in_breaks_minor": {"EUR": 120000, "USD": 493100}, "disputes_due": [
+            {"dispute_id": f"dp_{n}", "charge_id": f"ch_{n}", "due_by": "2026-12-09", "days_left": 1 + n % 7,
+             "amount_minor": 4900 + n, "currency": "USD"} for n in range(40)]}
+        Run.objects.create(tenant=tenant, as_of=timezone.now().date(), input_digest="b" * 64,
+                           result_json=json.dumps(result), result_sha256="b" * 64, match_rate=0.94, breaks_count=0,
+                           actor="bench")
+
+
 def _users():  # type: ignore[no-untyped-def]
     from django.contrib.auth.models import Permission, User
 
@@ -186,6 +232,9 @@ def _pages(*, invoices: int) -> list[tuple[str, str]]:
     deep = "p=1000"
     mid_invoice = f"in_{invoices // 2 + 4242}"
     return [
+        ("home page (admin index)", "/admin/"),
+        ("console: expiring within a day", "/admin/approvals/approvalrequest/?queue=pending&expires=day"),
+        ("console: second approver waiting", "/admin/approvals/approvalrequest/?queue=pending&second=waiting"),
         ("console: queue (pending), first page", "/admin/approvals/approvalrequest/"),
         ("console: ?queue=all, first page", "/admin/approvals/approvalrequest/?queue=all"),
         ("console: ?queue=all, page 1000", f"/admin/approvals/approvalrequest/?queue=all&{deep}"),
@@ -311,6 +360,7 @@ def main() -> None:
         start = time.perf_counter()
         _build(invoices=args.invoices, approvals=args.approvals)
         print(f"  total {time.perf_counter() - start:5.1f} s", flush=True)
+    _build_extras(approvals=args.approvals)
     finance, platform = _users()
     users: list[tuple[str, object]] = [("finance user", finance)]
     if args.platform:
