@@ -14,12 +14,12 @@ from django.utils.safestring import SafeString
 FAILURE_REASONS: dict[str, str] = {
     "card_expired": "Card expired",
     "insufficient_funds": "Not enough funds",
-    "generic_decline": "Declined by the bank (no reason given)",
-    "issuer_do_not_retry": "Bank refuses this card for good",
-    "card_details_invalid": "Card details on file are wrong",
+    "generic_decline": "Declined, no reason given",
+    "issuer_do_not_retry": "Bank blocks this card",
+    "card_details_invalid": "Card details wrong",
     "direct_debit_not_retried": "Direct debit failed, not retried",
     "retries_exhausted": "Provider stopped retrying",
-    "default": "Other decline (default rule)",
+    "default": "Other decline",
 }
 
 ACTIONS: dict[str, str] = {

@@ -71,6 +71,7 @@ def _build(*, invoices: int, approvals: int) -> None:
     """One tenant with `invoices` invoices, a customer per five, and `approvals` decisions,
     drafts and approval requests (one each for the first `approvals` invoices)."""
     from django.db import connection, transaction
+    from django.utils import timezone
 
     from decisions.rules import RULES_VERSION
     from paypilot.services import tenant_create
@@ -90,6 +91,15 @@ def _build(*, invoices: int, approvals: int) -> None:
             return f"(timestamptz '{BASE_TIME}+00' + ({seconds}) * interval '1 second')"
         return f"datetime('{BASE_TIME}', '+' || ({seconds}) || ' seconds')"
 
+    # The pending requests expire within the next three days of the real clock, so the home
+    # page's queue figures (pending, expiring within a day) count live rows, not an empty range.
+    now_sql = timezone.now().strftime("%Y-%m-%d %H:%M:%S")
+
+    def live(seconds: str) -> str:
+        if vendor == "postgresql":
+            return f"(timestamptz '{now_sql}+00' + ({seconds}) * interval '1 second')"
+        return f"datetime('{now_sql}', '+' || ({seconds}) || ' seconds')"
+
     json_empty = "'[]'::jsonb" if vendor == "postgresql" else "'[]'"
     json_obj = "'{}'::jsonb" if vendor == "postgresql" else "'{}'"
     true = "TRUE" if vendor == "postgresql" else "1"
@@ -105,22 +115,25 @@ def _build(*, invoices: int, approvals: int) -> None:
         "invoices": (invoices, f"""
             INSERT INTO ledger_invoice (id, tenant_id, provider, external_invoice_id, customer_id,
                 amount_minor, currency, state, arm, failure_code, attempt_count, subscription_id,
-                provider_customer_id, hosted_invoice_url, failed_at, updated_at, recovered_minor)
+                provider_customer_id, hosted_invoice_url, failed_at, failed_recorded_at, updated_at, recovered_minor,
+                refunded_minor, recovered_at)
             SELECT n, {t}, {_case('n', ('stripe', 'stripe', 'stripe', 'recharge', 'chargebee'))},
                 'in_' || n, 1 + (n % {customers}), 1000 + (n % 90000),
                 {_case('n', ('USD',) * 7 + ('EUR', 'GBP', 'JPY'))},
                 {_case('n', ('failed', 'failed', 'messaged', 'clicked', 'recovered', 'churned', 'exhausted'))},
                 CASE WHEN n % 10 = 0 THEN 'holdout' ELSE 'treatment' END,
                 {_case('n', FAILURE_CODES[:7])}, 1 + n % 4, 'sub_' || n, 'cus_' || (1 + n % {customers}), '',
-                {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS}')}, 0"""),
+                {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS}')}, 0, 0,
+                CASE WHEN n % 7 = 4 THEN {ts(f'n * {STEP_SECONDS} + (n % 72) * 3600')} END"""),
         "decisions": (approvals, f"""
             INSERT INTO decisions_decisionrecord (id, tenant_id, invoice_ref, source, failure_code,
                 attempt, prior_failures, rule_fired, matched, churn_risk, action, retry_in_days, offer,
-                escalated, schedule_source, likelihood, rules_version, decided_at)
+                escalated, schedule_source, likelihood, rules_version, decided_at, card_brand, network_advice_code,
+                network_decline_code, network_rules)
             SELECT n, {t}, 'in_' || n, 'pipeline', {_case('n', FAILURE_CODES[:7])}, 1 + n % 4, n % 3,
                 {_case('n', FAILURE_CODES)}, (n % 8 <> 7), {_case('n', ('low', 'medium', 'high'))},
                 'request_card_update', 3, 'Update the card on file.', (n % 9 = 0), 'rules', 0.4,
-                '{RULES_VERSION}', {ts(f'n * {STEP_SECONDS}')}"""),
+                '{RULES_VERSION}', {ts(f'n * {STEP_SECONDS}')}, '', '', '', {json_empty}"""),
         "drafts": (approvals, f"""
             INSERT INTO dunning_draft (id, tenant_id, invoice_id, decision_id, subject, body, diagnosis,
                 locale, source, fallback_used, guard_verdict, created_at)
@@ -130,13 +143,15 @@ def _build(*, invoices: int, approvals: int) -> None:
                 {ts(f'n * {STEP_SECONDS}')}"""),
         "approval requests": (approvals, f"""
             INSERT INTO approvals_approvalrequest (id, tenant_id, draft_id, invoice_id, status, subject,
-                body, edited, requested_at, expires_at, high_value, note)
+                body, edited, requested_at, expires_at, high_value, note, withdrawn_reason)
             SELECT n, {t}, n, n,
                 CASE WHEN n >= {pending_from} THEN 'pending'
                      ELSE {_case('n', ('approved', 'approved', 'approved', 'rejected', 'expired'))} END,
                 'Your payment did not go through', 'Hello, the card on file ...', {false},
-                {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS} + 259200')},
-                CASE WHEN n % 40 = 0 THEN {true} ELSE {false} END, ''"""),
+                {ts(f'n * {STEP_SECONDS}')},
+                CASE WHEN n >= {pending_from} THEN {live('(n % 72) * 3600 + 60')}
+                     ELSE {ts(f'n * {STEP_SECONDS} + 259200')} END,
+                CASE WHEN n % 40 = 0 THEN {true} ELSE {false} END, '', ''"""),
     }
     for label, (count, insert) in statements.items():
         start = time.perf_counter()

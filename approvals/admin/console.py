@@ -137,11 +137,11 @@ def _locales() -> list[tuple[str, str]]:
 # Fixed tables, never the rows: four DISTINCT queries over every request cost 1.7 s (SQLite)
 # and 2.7 s (PostgreSQL) per view at 900,000 requests (docs/benchmarks.md).
 SourceFilter = choices_filter(title="template or LLM", parameter="source", lookup="draft__source",
-                              choices=lambda: Draft.Source.choices)
+                              choices=lambda: [(Draft.Source.TEMPLATE, "Template"), (Draft.Source.LLM, "LLM")])
 RiskFilter = choices_filter(title="risk", parameter="risk", lookup="draft__decision__churn_risk",
-                            choices=lambda: pairs(CHURN_RISKS))
-RuleFilter = choices_filter(title="rule fired", parameter="rule", lookup="draft__decision__rule_fired",
-                            choices=lambda: pairs(sorted(RULES)))
+                            choices=lambda: [(risk, labels.label(labels.RISKS, risk)) for risk in CHURN_RISKS])
+RuleFilter = choices_filter(title="reason (rule fired)", parameter="rule", lookup="draft__decision__rule_fired",
+                            choices=lambda: [(rule, labels.label(labels.FAILURE_REASONS, rule)) for rule in sorted(RULES)])
 LocaleFilter = choices_filter(title="locale", parameter="locale", lookup="draft__locale", choices=_locales)
 
 # How many invoices (and customers) one search may name: a prefix such as "in_" matches
@@ -197,10 +197,11 @@ class EditForm(forms.Form):
 
 class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     # Sized for a 1400 px screen: short cells, codes as words with the code in a tooltip
-    # (approvals.labels), the subject in the review link's tooltip.
+    # (approvals.labels), the subject in the review link's tooltip. Template or LLM and the
+    # locale are filters here and facts on the review page.
     list_display = [
         "draft_col", "customer_col", "amount_col", "reason_col", "risk_col", "invoice_col", "age_col",
-        "expires_col", "copy_col",
+        "expires_col",
     ]
     list_display_links = None
     list_select_related = ["tenant", "invoice__customer", "draft__decision"]
@@ -235,7 +236,7 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
         high = mark_safe(' <span class="pp-badge high" title="high value: needs two approvers">2&times;</span>') \
             if obj.high_value else ""  # constant markup
         return format_html('<a class="pp-review" href="{}" title="{}">#{} {}</a>{}', url, obj.subject, obj.pk,
-                           Truncator(obj.subject).chars(34), high)
+                           Truncator(obj.subject).chars(20), high)
 
     @admin.display(description="customer")
     def customer_col(self, obj: ApprovalRequest) -> str:
