@@ -222,8 +222,8 @@ def _decide(
         if locked.status == to:
             outcome = f"already_{to}"
         elif to not in ALLOWED_MOVES[locked.status]:
-            outcome = {Status.EXPIRED: APPROVAL_EXPIRED, Status.WITHDRAWN: APPROVAL_WITHDRAWN}.get(
-                locked.status, NOT_PENDING)
+            refusals: dict[str, str] = {Status.EXPIRED: APPROVAL_EXPIRED, Status.WITHDRAWN: APPROVAL_WITHDRAWN}
+            outcome = refusals.get(locked.status, NOT_PENDING)
         elif to == Status.APPROVED and locked.high_value and locked.first_approver_id is None:
             locked.first_approver = user
             locked.first_approved_at = now

@@ -31,7 +31,6 @@ from django.views.decorators.http import require_POST
 from approvals import labels
 from approvals.labels import code_html
 from approvals.mailer import email_compose
-from approvals.workspace import EXPIRING_WITHIN
 from approvals.models import ApprovalRequest
 from approvals.services import (
     APPROVE_PERMISSION,
@@ -43,6 +42,7 @@ from approvals.services import (
     approval_reject,
     approvals_withdraw,
 )
+from approvals.workspace import EXPIRING_WITHIN
 from decisions.rules import CHURN_RISKS, RULES
 from dunning.catalogue import catalogue
 from dunning.models import Draft
@@ -141,7 +141,8 @@ SourceFilter = choices_filter(title="template or LLM", parameter="source", looku
 RiskFilter = choices_filter(title="risk", parameter="risk", lookup="draft__decision__churn_risk",
                             choices=lambda: [(risk, labels.label(labels.RISKS, risk)) for risk in CHURN_RISKS])
 RuleFilter = choices_filter(title="reason (rule fired)", parameter="rule", lookup="draft__decision__rule_fired",
-                            choices=lambda: [(rule, labels.label(labels.FAILURE_REASONS, rule)) for rule in sorted(RULES)])
+                            choices=lambda: [(rule, labels.label(labels.FAILURE_REASONS, rule))
+                                             for rule in sorted(RULES)])
 LocaleFilter = choices_filter(title="locale", parameter="locale", lookup="draft__locale", choices=_locales)
 
 # How many invoices (and customers) one search may name: a prefix such as "in_" matches
@@ -185,7 +186,8 @@ def _review_labels(obj: ApprovalRequest) -> dict[str, Any]:
         "reason": code_html(labels.FAILURE_REASONS, decision.failure_code if decision else obj.invoice.failure_code),
         "action": code_html(labels.ACTIONS, decision.action) if decision else "-",
         "risk": code_html(labels.RISKS, decision.churn_risk) if decision else "-",
-        "suppressed": [(row, code_html(labels.REASONS, row.reason)) for row in obj.suppressed.order_by("-created_at")[:20]],
+        "suppressed": [(row, code_html(labels.REASONS, row.reason))
+                       for row in obj.suppressed.order_by("-created_at")[:20]],
     }
 
 
@@ -222,7 +224,7 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
     actions = ["approve_selected", "reject_selected"]
     change_list_template = "admin/approvals/approvalrequest/change_list.html"
 
-    def get_list_display(self, request: HttpRequest) -> list[str]:
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
         """The status column only where the list mixes statuses (the queue is all pending)."""
         columns = list(self.list_display)
         if request.GET.get(QueueFilter.parameter_name, Status.PENDING) != Status.PENDING:

@@ -13,7 +13,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 
 from approvals import labels
@@ -114,8 +115,9 @@ def _cards(ws: Workspace, *, user: Any, scope: dict[str, Any], tenant_slug: str)
             recovered.figures.append(Figure(
                 f"Because of PayPilot ({currency})", _money(part["minor"], currency), report_url,
                 hint=f"95% range {_money(low, currency)} to {_money(high, currency)}", id="pp-fig-attributable"))
+        low_pp, high_pp = attribution["lift_ci95_pp"]
         recovered.note = (f"{REPORT_WORDS['attributable']} Lift {attribution['lift_pp']:+.1f} percentage points "
-                          f"(95% range {attribution['lift_ci95_pp'][0]:+.1f} to {attribution['lift_ci95_pp'][1]:+.1f}). "
+                          f"(95% range {low_pp:+.1f} to {high_pp:+.1f}). "
                           f"{REPORT_WORDS['interval']}")
     else:
         reason = "no_holdout" if not ws.holdout_pct else "withheld"
@@ -205,7 +207,7 @@ def home_context(request: HttpRequest) -> dict[str, Any]:
 _django_index = admin.site.index
 
 
-def home_index(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+def home_index(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
     """Django's index (its app list, permissions and login redirect) with the figures above it."""
     return _django_index(request, extra_context={**home_context(request), **(extra_context or {})})
 
@@ -214,4 +216,4 @@ def install(site: admin.AdminSite) -> None:
     """Make `site`'s index the finance home. Runs at admin autodiscovery, before the admin's
     URLs are built (they wrap `site.index` when first read)."""
     site.index_template = HOME_TEMPLATE
-    site.index = home_index  # type: ignore[method-assign]
+    site.index = home_index  # type: ignore[method-assign,assignment]

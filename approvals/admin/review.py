@@ -15,14 +15,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from approvals.claims import NOT_DELIVERY_UNKNOWN, send_mark_sent, send_resend
-from approvals.models import DraftEdit, EmailSend, SuppressedSend
 from approvals import labels
+from approvals.claims import NOT_DELIVERY_UNKNOWN, send_mark_sent, send_resend
 from approvals.labels import code_html
-from approvals.models import ApprovalRequest
+from approvals.models import ApprovalRequest, DraftEdit, EmailSend, SuppressedSend
 from approvals.refusals import Refusal, refusal_list
-from ledger.models import Invoice
 from approvals.services import APPROVE_PERMISSION, ApprovalError
+from ledger.models import Invoice
 from paypilot.admin_perf import input_filter
 from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin, admin_is_platform, admin_tenant_for
 
@@ -91,11 +90,12 @@ def _refusal_rows(items: list[Refusal]) -> list[dict[str, Any]]:
     rows = []
     for item in items:
         links: list[tuple[str, str]] = []
-        approval = item.ids.get("approval") or draft_approvals.get(item.ids.get("draft"))
+        approval = item.ids.get("approval") or draft_approvals.get(item.ids.get("draft") or 0)
         if approval:
             links.append((f"draft #{approval}", reverse("admin:approvals_approvalrequest_change", args=[approval])))
         elif item.ids.get("draft"):
-            links.append((f"draft {item.ids['draft']}", reverse("admin:dunning_draft_change", args=[item.ids["draft"]])))
+            links.append((f"draft {item.ids['draft']}",
+                          reverse("admin:dunning_draft_change", args=[item.ids["draft"]])))
         invoice = invoices.get(item.ids.get("invoice_id"))
         if invoice is not None:
             links.append((f"invoice {invoice.external_invoice_id}",
@@ -106,7 +106,8 @@ def _refusal_rows(items: list[Refusal]) -> list[dict[str, Any]]:
             links.append((f"decision {item.ids['decision']}",
                           reverse("admin:decisions_decisionrecord_change", args=[item.ids["decision"]])))
         if item.ids.get("send"):
-            links.append((f"send {item.ids['send']}", reverse("admin:approvals_emailsend_change", args=[item.ids["send"]])))
+            links.append((f"send {item.ids['send']}",
+                          reverse("admin:approvals_emailsend_change", args=[item.ids["send"]])))
         reasons = [code_html(labels.REASONS, code) for code in item.reason.split(",")]
         rows.append({
             "item": item, "source": labels.label(labels.REFUSAL_SOURCES, item.source),

@@ -221,7 +221,8 @@ def test_finance_user_starts_at_home_follows_a_figure_and_approves(live_server, 
             # every column inside its box: the table does not scroll sideways
             fit = page.evaluate("(() => { const r = document.querySelector('#changelist .results');"
                                 " return [r.scrollWidth, r.clientWidth, [...document.querySelectorAll("
-                                "'#result_list thead th')].map(h => Math.round(h.getBoundingClientRect().width))]; })()")
+                                "'#result_list thead th')].map(h => Math.round(h.getBoundingClientRect().width))];"
+                                " })()")
             assert fit[0] <= fit[1], fit
             heights = page.evaluate(
                 "[...document.querySelectorAll('#result_list tbody tr')].map(r => r.getBoundingClientRect().height)")

@@ -13,12 +13,11 @@ from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 from django.utils import timezone
 
-from approvals.models import ApprovalRequest, SuppressedSend
+from approvals.models import ApprovalRequest
 from approvals.sending import send_approved
 from approvals.services import approval_approve
 from approvals.tests.factories import UserFactory
 from approvals.workspace import COUNT_CAP, Capped, capped_count, workspace_read
-from ledger.models import Invoice
 from ledger.services import invoice_record_failure, invoice_record_payment
 from ledger.tests.factories import CustomerFactory
 from reconciliation.models import Run
