@@ -21,6 +21,7 @@ from approvals.models import ApprovalRequest, EmailSend
 from dunning import guards
 from dunning.guards import guard_check
 from ledger.models import Customer, Invoice
+from paypilot.branding import logo_url_or_none
 from paypilot.models import Tenant
 
 
@@ -38,8 +39,8 @@ class SendContext:
     link: str  # PayPilot's own signed recovery link, minted for this send
     full_body: str  # exactly what would leave: body + link + disclosure
     now: datetime
-    # The HTML part exactly as it would leave, once emails carry one: the same guard reads
-    # its attributes and entities (dunning.guards.guard_check).
+    # The HTML part exactly as it would leave: the same guard reads its visible text, its
+    # attributes and entities (dunning.guards.guard_check). None only for a text-only email.
     html_body: str | None = None
 
 
@@ -138,13 +139,16 @@ def _verdict(ctx: SendContext) -> guards.GuardVerdict:
     """The output guard over exactly what would leave; only the minted link may name our host."""
     # The allowlist is part of the key: the same text may be judged again under new settings.
     hosts = (tuple(settings.PAYPILOT_LINK_ALLOWED_HOSTS), settings.PAYPILOT_PUBLIC_BASE_URL)
-    return _verdict_of(ctx.subject, ctx.full_body, ctx.html_body, ctx.link, hosts)
+    # The tenant's logo (validated: https, no tricks) is the one image the HTML part may load.
+    logo = logo_url_or_none(ctx.tenant.logo_url) or ""
+    return _verdict_of(ctx.subject, ctx.full_body, ctx.html_body, ctx.link, logo, hosts)
 
 
 @lru_cache(maxsize=32)  # four gates read one verdict per send: compute it once
-def _verdict_of(subject: str, full_body: str, html_body: str | None, link: str,
+def _verdict_of(subject: str, full_body: str, html_body: str | None, link: str, logo: str,
                 hosts: tuple[tuple[str, ...], str]) -> guards.GuardVerdict:
-    return guard_check(subject=subject, body=full_body, html_body=html_body, minted=link)
+    return guard_check(subject=subject, body=full_body, html_body=html_body, minted=link,
+                       images=(logo,))
 
 
 def _link_schemes(ctx: SendContext) -> bool:

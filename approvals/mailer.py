@@ -12,9 +12,10 @@ import socket
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.mail import EmailMessage, get_connection
+from django.core.mail import EmailMultiAlternatives, get_connection
 from django.core.mail.message import make_msgid
 
+from approvals.email_html import email_html_render
 from approvals.models import ApprovalRequest
 from ledger.links import recovery_link_url
 
@@ -44,12 +45,14 @@ class ComposedEmail:
     subject: str  # as approved
     body: str  # as approved, before link and disclosure
     link: str  # the signed /r/ link minted for this send
-    full_body: str  # exactly what leaves
+    full_body: str  # exactly what leaves (the text/plain part)
+    html_body: str = ""  # the text/html alternative exactly as it leaves ("" = text only)
 
 
 def email_compose(*, approval: ApprovalRequest) -> ComposedEmail:
     """The email as it would leave now: approved copy, then our signed link, then (for copy
-    a model drafted) the PAYPILOT_AI_DISCLOSURE line when it is set. The link is minted here,
+    a model drafted) the PAYPILOT_AI_DISCLOSURE line when it is set; and the same copy, link
+    and disclosure as the HTML alternative (`approvals.email_html`). The link is minted here,
     at send time, so nothing long-lived sits in the draft."""
     invoice = approval.invoice
     customer = invoice.customer
@@ -58,7 +61,9 @@ def email_compose(*, approval: ApprovalRequest) -> ComposedEmail:
     disclosure = settings.PAYPILOT_AI_DISCLOSURE.strip()
     # Model-written copy stays model-written after a person's edit; committed template
     # copy gets no claim it was written by AI.
-    if disclosure and approval.draft.source == "llm":
+    if not (disclosure and approval.draft.source == "llm"):
+        disclosure = ""
+    if disclosure:
         parts.append(disclosure)
     return ComposedEmail(
         recipient=(customer.email.strip() if customer is not None else ""),
@@ -66,6 +71,10 @@ def email_compose(*, approval: ApprovalRequest) -> ComposedEmail:
         body=approval.body,
         link=link,
         full_body="\n\n".join(parts) + "\n",
+        html_body=email_html_render(
+            tenant=approval.tenant, locale=approval.draft.locale, subject=approval.subject,
+            body=approval.body, link=link, disclosure=disclosure,
+        ),
     )
 
 
@@ -116,11 +125,15 @@ def delivery_error_classify(exc: Exception) -> DeliveryError:
     return DeliveryError("delivery_failed", transient=False)
 
 
-def email_deliver(*, composed: ComposedEmail, send_id: int) -> str:
-    """Hand the message to the configured backend; returns the provider's message id
-    (anymail) or the Message-ID header we set (any other backend). Raises DeliveryError."""
+def email_deliver(*, composed: ComposedEmail, send_id: int | None = None,
+                  metadata: dict[str, str] | None = None, tags: list[str] | None = None) -> str:
+    """Hand the message (text, plus the HTML alternative when there is one) to the
+    configured backend; returns the provider's message id (anymail) or the Message-ID header
+    we set (any other backend). Raises DeliveryError. A customer email passes `send_id`
+    (tracking events find their `EmailSend` by it); other mail (the approvers' digest)
+    passes its own metadata and tags."""
     message_id = make_msgid(domain=settings.DEFAULT_FROM_EMAIL.rpartition("@")[2] or None)
-    message = EmailMessage(
+    message = EmailMultiAlternatives(
         subject=composed.subject,
         body=composed.full_body,
         from_email=settings.DEFAULT_FROM_EMAIL,
@@ -128,9 +141,13 @@ def email_deliver(*, composed: ComposedEmail, send_id: int) -> str:
         headers={"Message-ID": message_id},
         connection=get_connection(fail_silently=False),
     )
+    if composed.html_body:
+        message.attach_alternative(composed.html_body, "text/html")
     # anymail passes these to the provider; tracking events echo them back.
-    message.metadata = {"paypilot_send": str(send_id)}  # type: ignore[attr-defined]
-    message.tags = ["paypilot-dunning"]  # type: ignore[attr-defined]
+    if send_id is not None:
+        metadata = {**(metadata or {}), "paypilot_send": str(send_id)}
+    message.metadata = metadata or {}  # type: ignore[attr-defined]
+    message.tags = tags or ["paypilot-dunning"]  # type: ignore[attr-defined]
     try:
         accepted = message.send(fail_silently=False)
     except Exception as exc:  # every backend raises its own types; classify them once

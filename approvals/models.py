@@ -187,3 +187,58 @@ class DraftEdit(models.Model):
 
     def __str__(self) -> str:
         return f"edit {self.pk} of approval {self.approval_id}"
+
+
+class DigestPreference(models.Model):
+    """How often one admin user is emailed the list of drafts waiting for them.
+
+    Per user: an admin user belongs to one tenant (`AdminMembership` is one-to-one), so a
+    per-membership setting would be the same thing. Set in the admin by the user (platform
+    admins for anyone); nothing is sent while it is `off`, the default.
+    """
+
+    class Frequency(models.TextChoices):
+        OFF = "off"  # no digest
+        HOURLY = "hourly"  # at most one per clock hour (UTC), only when something waits
+        DAILY = "daily"  # at most one per day, from PAYPILOT_DIGEST_DAILY_HOUR (UTC) on
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="digest_preference"
+    )
+    frequency = models.CharField(max_length=8, choices=Frequency.choices, default=Frequency.OFF)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"digest for user {self.user_id}: {self.frequency}"
+
+
+class DigestSend(models.Model):
+    """One digest per user, frequency and period. The unique constraint is the claim: a
+    second worker, or a task run again, cannot insert the same period, so nobody gets it
+    twice. A claim whose worker died stays `claimed` and is not retried (the next period
+    lists the same drafts). Holds ids and counts only; no tenant column, because a platform
+    admin's digest spans tenants (each tenant's rows are read under its own binding)."""
+
+    class Status(models.TextChoices):
+        CLAIMED = "claimed"  # taken by a worker, not yet handed to the backend (or it died)
+        SENT = "sent"  # accepted by the email backend
+        DRY_RUN = "dry_run"  # PAYPILOT_SEND_EMAIL is off: recorded, not sent
+        FAILED = "failed"  # the backend refused or failed; not retried within the period
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    frequency = models.CharField(max_length=8, choices=DigestPreference.Frequency.choices)
+    period_start = models.DateTimeField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.CLAIMED)
+    items = models.PositiveIntegerField(default=0)  # drafts waiting when it was composed
+    message_id = models.CharField(max_length=255, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "frequency", "period_start"], name="digest_once_per_period"),
+        ]
+
+    def __str__(self) -> str:
+        return f"digest {self.pk} for user {self.user_id} ({self.status})"

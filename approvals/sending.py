@@ -249,7 +249,7 @@ def send_approved(*, approval_id: int, now: datetime | None = None) -> SendResul
             approval=approval, tenant=approval.tenant, invoice=approval.invoice,
             customer=approval.invoice.customer, recipient=composed.recipient,
             subject=composed.subject, body=composed.body, link=composed.link,
-            full_body=composed.full_body, now=now,
+            full_body=composed.full_body, html_body=composed.html_body, now=now,
         )
         gate = gates_run(ctx)
         if gate is not None:

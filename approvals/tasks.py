@@ -5,6 +5,7 @@ from __future__ import annotations
 from django_q.tasks import async_task
 
 from approvals.claims import send_claims_sweep
+from approvals.digest import digest_send_due
 from approvals.sending import send_approved, send_fallback_reconcile, send_missing, send_retry_due
 from approvals.services import approval_expire_stale
 from paypilot.models import Tenant
@@ -32,3 +33,12 @@ def approvals_tick() -> dict[str, int]:
         async_task("approvals.tasks.send_approval", approval_id)
     reconciled = send_fallback_reconcile()
     return {"expired": expired, "enqueued": len(due), "reconciled": reconciled, "unknown": unknown}
+
+
+def approvals_digest() -> dict[str, int]:
+    """The scheduled job (every five minutes): the approvers' digests whose period has begun;
+    each user and period at most once (approvals.digest)."""
+    outcomes: dict[str, int] = {}
+    for result in digest_send_due():
+        outcomes[result.outcome] = outcomes.get(result.outcome, 0) + 1
+    return outcomes

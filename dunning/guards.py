@@ -250,6 +250,7 @@ class _HtmlPart(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.text: list[str] = []
         self.urls: list[str] = []
+        self.image_sources: list[str] = []  # <img src> values, judged apart (see `images`)
         self.active = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -259,7 +260,9 @@ class _HtmlPart(HTMLParser):
             value = value or ""
             if name.startswith("on") or name in {"formaction", "srcdoc"}:
                 self.active = True
-            if name in _URL_ATTRIBUTES:
+            if tag == "img" and name == "src":
+                self.image_sources.append(value)
+            elif name in _URL_ATTRIBUTES:
                 parts = value.split(",") if name.endswith("srcset") else [value]
                 self.urls.extend(p.strip().split(" ")[0] if name.endswith("srcset") else p for p in parts)
             if name == "style":
@@ -308,8 +311,9 @@ class _LinkFindings:
 
 
 def _links_check(text: str, html_part: str | None, hosts: frozenset[str],
-                 minted: str | None = None) -> _LinkFindings:
-    """Every link in the text and the HTML part, read raw and decoded."""
+                 minted: str | None = None, images: frozenset[str] = frozenset()) -> _LinkFindings:
+    """Every link in the text and the HTML part, read raw and decoded. An `<img src>` that
+    is exactly one of `images` passes; every other image source is judged like a link."""
     active = False
     sources = [text]
     if html_part is not None:
@@ -317,7 +321,9 @@ def _links_check(text: str, html_part: str | None, hosts: frozenset[str],
         parser.feed(html_part)
         parser.close()
         active = parser.active
-        bad_attr = not all(_url_allowed(url, hosts, minted) for url in parser.urls)
+        bad_attr = not all(_url_allowed(url, hosts, minted) for url in parser.urls) or not all(
+            src in images or _url_allowed(src, hosts, minted) for src in parser.image_sources
+        )
         # The visible text goes through the text checks; the raw source through the scheme
         # scan below (a scheme in a title or a broken tag is still refused).
         sources.append("\n".join(parser.text))
@@ -327,6 +333,10 @@ def _links_check(text: str, html_part: str | None, hosts: frozenset[str],
     raw = "\n".join([text, html_part or ""])
     decoded = _decoded(raw)
     if decoded != raw:  # plain copy decodes to itself: its links were read above
+        # The allowed image sources were judged as attributes above; the visible text was
+        # read without them, so an allowed logo URL typed into the copy is still refused.
+        for src in images:
+            decoded = decoded.replace(src, " ")
         _, decoded_bad_host, decoded_bad_scheme = _strip_links(decoded, hosts, minted)
         bad_host = bad_host or decoded_bad_host
         bad_scheme = bad_scheme or decoded_bad_scheme or _scheme_refused(decoded)
@@ -336,12 +346,16 @@ def _links_check(text: str, html_part: str | None, hosts: frozenset[str],
 
 
 def guard_check(*, subject: str, body: str, html_body: str | None = None,
-                extra_hosts: Iterable[str] = (), minted: str | None = None) -> GuardVerdict:
+                extra_hosts: Iterable[str] = (), minted: str | None = None,
+                images: Iterable[str] = ()) -> GuardVerdict:
     """Scan outgoing copy: the subject, the text part and (when there is one) the HTML part.
     `extra_hosts` adds hosts allowed for this one message only; `minted` is the link minted
-    for this send, the only one to its host that may appear (the approvals send gates)."""
+    for this send, the only one to its host that may appear (the approvals send gates);
+    `images` are exact URLs allowed as an `<img src>` of the HTML part and nowhere else (the
+    tenant's validated logo)."""
     reasons: list[str] = []
-    found = _links_check(f"{subject}\n{body}", html_body, allowed_hosts(extra_hosts), minted)
+    found = _links_check(f"{subject}\n{body}", html_body, allowed_hosts(extra_hosts), minted,
+                         frozenset(i for i in images if i))
     if found.bad_host:
         reasons.append(LINK_HOST_NOT_ALLOWED)
     if found.bad_scheme:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from paypilot.branding import LOGO_URL_MAX, brand_colour_validate, logo_url_validate
+
 
 class Tenant(models.Model):
     class Status(models.TextChoices):
@@ -20,6 +22,14 @@ class Tenant(models.Model):
     # ledger.services.tenant_holdout_set (audited).
     holdout_pct = models.PositiveSmallIntegerField(null=True, blank=True)
     holdout_start = models.DateField(null=True, blank=True)
+    # The customer email's branding (approvals/email_html.py), set in the admin. Blank display
+    # name = `name`; blank colour = paypilot.branding.DEFAULT_BRAND_COLOUR; blank logo = none.
+    display_name = models.CharField(max_length=200, blank=True,
+                                    help_text="Name shown to customers in emails (blank: the tenant's name).")
+    brand_colour = models.CharField(max_length=7, blank=True, validators=[brand_colour_validate],
+                                    help_text="#rrggbb, used for the email's header bar and button.")
+    logo_url = models.CharField(max_length=LOGO_URL_MAX, blank=True, validators=[logo_url_validate],
+                                help_text="Optional https:// URL of a logo image (about 160x48 px).")
 
     def __str__(self) -> str:
         return self.slug
@@ -27,6 +37,10 @@ class Tenant(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status == self.Status.ACTIVE
+
+    @property
+    def email_name(self) -> str:
+        return (self.display_name or self.name).strip() or self.slug
 
 
 class Role(models.TextChoices):

@@ -54,6 +54,8 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         # tenant rule versions (issue 15)
         "previous_version",
         "holdout_from", "holdout_to",  # a tenant's holdout {pct, start} before and after a change
+        "digest", "frequency", "period_start",  # the approvers' digest (approvals/digest.py)
+        "fields",  # names of the fields a change touched (a tenant's email branding)
     }
 )
 

@@ -340,6 +340,10 @@ PAYPILOT_HIGH_VALUE_ANNUAL = env.int("PAYPILOT_HIGH_VALUE_ANNUAL", default=0)  #
 PAYPILOT_SEND_CLAIM_TIMEOUT = env.int("PAYPILOT_SEND_CLAIM_TIMEOUT", default=300)
 if PAYPILOT_SEND_CLAIM_TIMEOUT <= Q_TIMEOUT:
     raise ImproperlyConfigured("PAYPILOT_SEND_CLAIM_TIMEOUT must be greater than PAYPILOT_Q_TIMEOUT")
+# The approvers' digest (approvals/digest.py): the UTC hour from which the daily one goes out.
+PAYPILOT_DIGEST_DAILY_HOUR = env.int("PAYPILOT_DIGEST_DAILY_HOUR", default=7)
+if not 0 <= PAYPILOT_DIGEST_DAILY_HOUR <= 23:
+    raise ImproperlyConfigured("PAYPILOT_DIGEST_DAILY_HOUR must be an hour from 0 to 23 (UTC)")
 PAYPILOT_SEND_FALLBACK_DIR = env.path("PAYPILOT_SEND_FALLBACK_DIR", default=BASE_DIR / "var" / "send-fallback")
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="billing@example.com")

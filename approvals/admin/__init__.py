@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from approvals.admin import home, membership, review  # noqa: F401  (register their ModelAdmins)
+from approvals.admin import digest, home, membership, review  # noqa: F401  (register their ModelAdmins)
 from approvals.admin.console import ApprovalRequestAdmin
 from approvals.models import ApprovalRequest
 

@@ -52,6 +52,9 @@ from paypilot.admin_perf import choices_filter, pairs
 from paypilot.admin_tenancy import TenantScopedAdminMixin, admin_scope_queryset
 
 Status = ApprovalRequest.Status
+# The HTML preview's Content-Security-Policy (the review page itself keeps the admin's).
+EMAIL_PREVIEW_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src https:; "
+                     "base-uri 'none'; form-action 'none'; frame-ancestors 'self'; sandbox")
 
 
 class QueueFilter(admin.SimpleListFilter):
@@ -362,6 +365,8 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
                  name="approvals_approvalrequest_reject"),
             path("<path:object_id>/edit/", wrap(self.edit_view),
                  name="approvals_approvalrequest_edit"),
+            path("<path:object_id>/email.html", wrap(self.email_html_view),
+                 name="approvals_approvalrequest_email_html"),
             *super().get_urls(),
         ]
 
@@ -402,6 +407,18 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
             "can_decide": self.has_approve_permission(request) and obj.status == Status.PENDING,
             "waiting_second": obj.high_value and obj.first_approver_id is not None,
         })
+
+    def email_html_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The HTML part as it would leave, for the review page's sandboxed iframe. Its own
+        policy: no scripts, no requests but https images (the tenant's logo) and inline
+        styles, framed only by our own pages, and `sandbox` even when opened on its own."""
+        obj = self._scoped_object(request, object_id)
+        response = HttpResponse(email_compose(approval=obj).html_body, content_type="text/html; charset=utf-8")
+        response["Content-Security-Policy"] = EMAIL_PREVIEW_CSP
+        response["X-Frame-Options"] = "SAMEORIGIN"
+        response["Referrer-Policy"] = "no-referrer"  # the logo's host learns nothing of the admin
+        # admin_view already marks it never_cache (no-store): it holds a freshly minted link.
+        return response
 
     def _decide(self, request: HttpRequest, object_id: str, approve: bool) -> HttpResponse:
         obj = self._scoped_object(request, object_id)

@@ -27,6 +27,8 @@ BASE_LOCALE = "en"
 KINDS = ("subject", "diagnosis", "message")
 FALLBACK_CODE = "fallback"  # copy for a failure code the rules table does not list
 SLOTS = ("name", "plan", "business")
+# The HTML email's own words (approvals/email_html.py): button, safety note, footer.
+EMAIL_KEYS = ("button", "secure_note", "footer")
 # BCP 47-ish: a 2-3 letter language, then up to four short subtags ("de-DE", "es_419").
 _TAG = re.compile(r"^[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8}){0,4}$")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -84,6 +86,7 @@ def required_paths() -> list[str]:
     """The paths English must carry for the catalogue to be usable at all."""
     paths = [f"{kind}.{code}" for kind in KINDS for code in (*FAILURE_CODES, FALLBACK_CODE)]
     paths += [f"slots.{slot}.{case}" for slot in SLOTS for case in ("known", "unknown")]
+    paths += [f"email.{key}" for key in EMAIL_KEYS]
     return [*paths, "urgency", "cta_marker"]
 
 

@@ -29,7 +29,7 @@ def withdraw(apps, schema_editor):  # type: ignore[no-untyped-def]
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("approvals", "0008_approval_withdrawn"),
+        ("approvals", "0009_approval_withdrawn"),
         ("ledger", "0001_initial"),
         ("paypilot", "0004_tenant_holdout"),
     ]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('approvals', '0007_admin_indexes'),
+        ('approvals', '0008_approver_digest'),
     ]
 
     operations = [
