@@ -143,7 +143,7 @@ SourceFilter = choices_filter(title="template or LLM", parameter="source", looku
                               choices=lambda: [(Draft.Source.TEMPLATE, "Template"), (Draft.Source.LLM, "LLM")])
 RiskFilter = choices_filter(title="risk", parameter="risk", lookup="draft__decision__churn_risk",
                             choices=lambda: [(risk, labels.label(labels.RISKS, risk)) for risk in CHURN_RISKS])
-RuleFilter = choices_filter(title="reason (rule fired)", parameter="rule", lookup="draft__decision__rule_fired",
+RuleFilter = choices_filter(title="rule fired", parameter="rule", lookup="draft__decision__rule_fired",
                             choices=lambda: [(rule, labels.label(labels.FAILURE_REASONS, rule))
                                              for rule in sorted(RULES)])
 LocaleFilter = choices_filter(title="locale", parameter="locale", lookup="draft__locale", choices=_locales)
