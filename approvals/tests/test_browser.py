@@ -238,8 +238,8 @@ def test_finance_user_starts_at_home_follows_a_figure_and_approves(live_server, 
             assert "/r/" in page.inner_text("#pp-body")
             frame = page.locator("iframe")
             if frame.count():  # the HTML part as it will leave (the emails branch), beside the text
-                assert "sandbox" in (frame.first.get_attribute("outerHTML") or frame.first.evaluate("e => e.outerHTML"))
-                assert chosen.subject.split(",")[0] in frame.first.content_frame.locator("body").inner_text()
+                assert frame.first.get_attribute("sandbox") is not None
+                assert "your last payment failed" in frame.first.content_frame.locator("body").inner_text()
             if shots:
                 page.screenshot(path=str(DOCS / "approvals-review.png"), full_page=True)
             assert page.get_attribute("#pp-approve", "value") == "Approve (dry run: sending is off)"
