@@ -38,6 +38,16 @@ class ApprovalRequest(models.Model):
         APPROVED = "approved"  # a person said yes (two different people when high value)
         REJECTED = "rejected"  # a person said no: never sent
         EXPIRED = "expired"  # nobody decided within PAYPILOT_APPROVAL_TTL_HOURS: never sent
+        # The invoice closed (paid, cancelled, exhausted, voided) or a newer draft for it
+        # replaced this one before anyone decided: nothing to approve any more, never sent.
+        WITHDRAWN = "withdrawn"
+
+    class WithdrawnReason(models.TextChoices):
+        INVOICE_PAID = "invoice_paid", "the invoice was paid"
+        INVOICE_CANCELLED = "invoice_cancelled", "the subscription was cancelled"
+        INVOICE_EXHAUSTED = "invoice_exhausted", "the provider stopped retrying"
+        INVOICE_VOIDED = "invoice_voided", "the invoice was voided"
+        SUPERSEDED = "superseded", "a newer draft replaced it"
 
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
     draft = models.OneToOneField("dunning.Draft", on_delete=models.PROTECT, related_name="approval")
@@ -60,6 +70,8 @@ class ApprovalRequest(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     note = models.CharField(max_length=1000, blank=True)
+    # Why a withdrawn request left the queue (empty for every other status).
+    withdrawn_reason = models.CharField(max_length=32, choices=WithdrawnReason.choices, blank=True)
 
     class Meta:
         permissions = [("approve_approvalrequest", "Can approve or reject drafts")]

@@ -1,6 +1,7 @@
-"""Approval lifecycle: open, approve (two people when high value), reject, edit, expire.
+"""Approval lifecycle: open, approve (two people when high value), reject, edit, expire,
+withdraw.
 
-State table: pending -> approved | rejected | expired, nothing else. Each decision locks
+State table: pending -> approved | rejected | expired | withdrawn, nothing else. Each decision locks
 the request row, treats a repeat of the same decision as a silent no-op (a double click),
 refuses anything else with an `ApprovalError` reason code, and writes its audit event in
 the same transaction. An approval enqueues the send after its transaction has committed.
@@ -23,7 +24,7 @@ from ledger.models import Invoice
 from ledger.money import to_minor
 from paypilot.admin_tenancy import admin_tenant_for
 from paypilot.models import Tenant
-from paypilot.services import audit_record, pii_hash
+from paypilot.services import audit_entry, audit_record, audit_record_many, pii_hash
 from paypilot.tenancy import tenant_context
 
 logger = logging.getLogger("paypilot.approvals")
@@ -34,10 +35,20 @@ APPROVE_PERMISSION = "approvals.approve_approvalrequest"
 
 # The one table of allowed moves; same-state moves are answered before it is read.
 ALLOWED_MOVES: dict[str, frozenset[str]] = {
-    Status.PENDING: frozenset({Status.APPROVED, Status.REJECTED, Status.EXPIRED}),
+    Status.PENDING: frozenset({Status.APPROVED, Status.REJECTED, Status.EXPIRED, Status.WITHDRAWN}),
     Status.APPROVED: frozenset(),
     Status.REJECTED: frozenset(),
     Status.EXPIRED: frozenset(),
+    Status.WITHDRAWN: frozenset(),
+}
+
+Withdrawn = ApprovalRequest.WithdrawnReason
+# Why a closing invoice withdraws its pending request, by the state it closed into.
+WITHDRAWN_BY_STATE: dict[str, str] = {
+    Invoice.State.RECOVERED: Withdrawn.INVOICE_PAID,
+    Invoice.State.CHURNED: Withdrawn.INVOICE_CANCELLED,
+    Invoice.State.EXHAUSTED: Withdrawn.INVOICE_EXHAUSTED,
+    Invoice.State.VOIDED: Withdrawn.INVOICE_VOIDED,
 }
 
 # Reason codes an ApprovalError carries (shown in the console, never a stack trace).
@@ -47,6 +58,7 @@ APPROVAL_EXPIRED = "approval_expired"  # the TTL passed before anyone decided
 SECOND_APPROVER_REQUIRED = "second_approver_required"  # high value: a different person must agree
 GUARD_REFUSED = "guard_refused"  # an edit the output guards refuse
 DRAFT_WITHOUT_INVOICE = "draft_without_invoice"  # only ledger invoices can be sent to
+APPROVAL_WITHDRAWN = "approval_withdrawn"  # the invoice closed or a newer draft replaced it
 
 
 class ApprovalError(Exception):
@@ -123,6 +135,9 @@ def approvals_open(*, drafts: list[Draft], now: datetime | None = None) -> list[
         ))
     try:
         with transaction.atomic():
+            # A newer draft replaces whatever still waits for the same invoice.
+            approvals_withdraw(invoice_ids=[row.invoice_id for row in rows], reason=Withdrawn.SUPERSEDED,
+                               now=now)
             ApprovalRequest.objects.bulk_create(rows)
     except IntegrityError:  # opened concurrently: the one that won is the answer
         if len(missing) > 1:  # find which one, each on its own
@@ -163,6 +178,28 @@ def _expire_locked(locked: ApprovalRequest, *, now: datetime) -> None:
     audit_record(event="approvals.draft.expired", tenant=locked.tenant, detail=_detail(locked))
 
 
+def _invoice_closed_into(approval: ApprovalRequest) -> str:
+    """The terminal state the request's invoice is in, or "" while it is open."""
+    state = Invoice.objects.filter(pk=approval.invoice_id).values_list("state", flat=True).first()
+    return state if state in Invoice.TERMINAL_STATES else ""
+
+
+def approval_blocker(*, approval: ApprovalRequest, now: datetime | None = None) -> str:
+    """Why `approval` cannot be approved now, as a reason code ("" when it can): the bulk
+    action skips these and says so. Reads the invoice as loaded with the request."""
+    now = now or timezone.now()
+    if approval.status == Status.WITHDRAWN:
+        return approval.withdrawn_reason or APPROVAL_WITHDRAWN
+    if approval.status != Status.PENDING:
+        return f"already_{approval.status}"
+    if approval.expires_at <= now:
+        return APPROVAL_EXPIRED
+    state = approval.invoice.state
+    if state in Invoice.TERMINAL_STATES:
+        return WITHDRAWN_BY_STATE[state]
+    return ""
+
+
 def _decide(
     *, approval: ApprovalRequest, user: Any, to: str, note: str, now: datetime | None
 ) -> str:
@@ -177,10 +214,16 @@ def _decide(
         )
         if locked.status == Status.PENDING and locked.expires_at <= now:
             _expire_locked(locked, now=now)  # committed with this block; refused below
+        closed_into = _invoice_closed_into(locked)
+        if locked.status == Status.PENDING and closed_into:
+            # Left pending by data older than the close hook: withdrawn now, refused below.
+            approvals_withdraw(invoice_ids=[locked.invoice_id], reason=WITHDRAWN_BY_STATE[closed_into], now=now)
+            locked.refresh_from_db()
         if locked.status == to:
             outcome = f"already_{to}"
         elif to not in ALLOWED_MOVES[locked.status]:
-            outcome = APPROVAL_EXPIRED if locked.status == Status.EXPIRED else NOT_PENDING
+            refusals: dict[str, str] = {Status.EXPIRED: APPROVAL_EXPIRED, Status.WITHDRAWN: APPROVAL_WITHDRAWN}
+            outcome = refusals.get(locked.status, NOT_PENDING)
         elif to == Status.APPROVED and locked.high_value and locked.first_approver_id is None:
             locked.first_approver = user
             locked.first_approved_at = now
@@ -209,10 +252,12 @@ def _decide(
             )
             outcome = to
     approval.refresh_from_db()
-    if outcome in (NOT_PENDING, APPROVAL_EXPIRED, SECOND_APPROVER_REQUIRED):
+    if outcome in (NOT_PENDING, APPROVAL_EXPIRED, APPROVAL_WITHDRAWN, SECOND_APPROVER_REQUIRED):
         messages = {
             NOT_PENDING: "this draft was already decided",
             APPROVAL_EXPIRED: "this approval request expired before anyone decided",
+            APPROVAL_WITHDRAWN: "this draft was withdrawn: "
+            + (Withdrawn(approval.withdrawn_reason).label if approval.withdrawn_reason else "its invoice closed"),
             SECOND_APPROVER_REQUIRED: "a high-value draft needs a second, different approver",
         }
         raise ApprovalError(outcome, messages[outcome])
@@ -306,6 +351,39 @@ def approval_expire_stale(*, tenant_id: int | None = None, now: datetime | None 
                 _expire_locked(locked, now=now)
                 expired += 1
     return expired
+
+
+def approvals_withdraw(*, invoice_ids: list[int], reason: str, now: datetime | None = None) -> int:
+    """Withdraw every pending request of these invoices (pending -> withdrawn) with `reason`
+    (an `ApprovalRequest.WithdrawnReason`), inside the caller's transaction: the rows are
+    locked in primary-key order, moved, and audited (`approvals.draft.withdrawn`) in one
+    INSERT. Returns how many moved; none pending is a silent no-op (a redelivered event)."""
+    if not invoice_ids:
+        return 0
+    now = now or timezone.now()
+    with transaction.atomic():
+        locked = list(
+            ApprovalRequest.objects.select_for_update()
+            .filter(invoice_id__in=sorted(set(invoice_ids)), status=Status.PENDING).order_by("pk")
+        )
+        if not locked:
+            return 0
+        ApprovalRequest.objects.filter(pk__in=[row.pk for row in locked]).update(
+            status=Status.WITHDRAWN, withdrawn_reason=reason, decided_at=now,
+        )
+        audit_record_many([
+            audit_entry(event="approvals.draft.withdrawn", tenant=row.tenant_id,
+                        detail=_detail(row, reason=reason, status_from=Status.PENDING))
+            for row in locked
+        ])
+    return len(locked)
+
+
+def approvals_withdraw_on_close(*, invoice: Invoice, to: str, now: datetime | None = None) -> int:
+    """The ledger's close hook (registered in `ApprovalsConfig.ready`): runs inside the
+    transaction that moved `invoice` into the closed state `to`, so the request leaves the
+    queue with the ledger move or not at all."""
+    return approvals_withdraw(invoice_ids=[invoice.pk], reason=WITHDRAWN_BY_STATE[to], now=now)
 
 
 def send_enqueue(*, approval_id: int) -> None:

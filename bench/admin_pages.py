@@ -71,6 +71,7 @@ def _build(*, invoices: int, approvals: int) -> None:
     """One tenant with `invoices` invoices, a customer per five, and `approvals` decisions,
     drafts and approval requests (one each for the first `approvals` invoices)."""
     from django.db import connection, transaction
+    from django.utils import timezone
 
     from decisions.rules import RULES_VERSION
     from paypilot.services import tenant_create
@@ -90,6 +91,15 @@ def _build(*, invoices: int, approvals: int) -> None:
             return f"(timestamptz '{BASE_TIME}+00' + ({seconds}) * interval '1 second')"
         return f"datetime('{BASE_TIME}', '+' || ({seconds}) || ' seconds')"
 
+    # The pending requests expire within the next three days of the real clock, so the home
+    # page's queue figures (pending, expiring within a day) count live rows, not an empty range.
+    now_sql = timezone.now().strftime("%Y-%m-%d %H:%M:%S")
+
+    def live(seconds: str) -> str:
+        if vendor == "postgresql":
+            return f"(timestamptz '{now_sql}+00' + ({seconds}) * interval '1 second')"
+        return f"datetime('{now_sql}', '+' || ({seconds}) || ' seconds')"
+
     json_empty = "'[]'::jsonb" if vendor == "postgresql" else "'[]'"
     json_obj = "'{}'::jsonb" if vendor == "postgresql" else "'{}'"
     true = "TRUE" if vendor == "postgresql" else "1"
@@ -105,22 +115,25 @@ def _build(*, invoices: int, approvals: int) -> None:
         "invoices": (invoices, f"""
             INSERT INTO ledger_invoice (id, tenant_id, provider, external_invoice_id, customer_id,
                 amount_minor, currency, state, arm, failure_code, attempt_count, subscription_id,
-                provider_customer_id, hosted_invoice_url, failed_at, updated_at, recovered_minor)
+                provider_customer_id, hosted_invoice_url, failed_at, failed_recorded_at, updated_at, recovered_minor,
+                refunded_minor, recovered_at)
             SELECT n, {t}, {_case('n', ('stripe', 'stripe', 'stripe', 'recharge', 'chargebee'))},
                 'in_' || n, 1 + (n % {customers}), 1000 + (n % 90000),
                 {_case('n', ('USD',) * 7 + ('EUR', 'GBP', 'JPY'))},
                 {_case('n', ('failed', 'failed', 'messaged', 'clicked', 'recovered', 'churned', 'exhausted'))},
                 CASE WHEN n % 10 = 0 THEN 'holdout' ELSE 'treatment' END,
                 {_case('n', FAILURE_CODES[:7])}, 1 + n % 4, 'sub_' || n, 'cus_' || (1 + n % {customers}), '',
-                {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS}')}, 0"""),
+                {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS}')}, 0, 0,
+                CASE WHEN n % 7 = 4 THEN {ts(f'n * {STEP_SECONDS} + (n % 72) * 3600')} END"""),
         "decisions": (approvals, f"""
             INSERT INTO decisions_decisionrecord (id, tenant_id, invoice_ref, source, failure_code,
                 attempt, prior_failures, rule_fired, matched, churn_risk, action, retry_in_days, offer,
-                escalated, schedule_source, likelihood, rules_version, decided_at)
+                escalated, schedule_source, likelihood, rules_version, decided_at, card_brand, network_advice_code,
+                network_decline_code, network_rules)
             SELECT n, {t}, 'in_' || n, 'pipeline', {_case('n', FAILURE_CODES[:7])}, 1 + n % 4, n % 3,
                 {_case('n', FAILURE_CODES)}, (n % 8 <> 7), {_case('n', ('low', 'medium', 'high'))},
                 'request_card_update', 3, 'Update the card on file.', (n % 9 = 0), 'rules', 0.4,
-                '{RULES_VERSION}', {ts(f'n * {STEP_SECONDS}')}"""),
+                '{RULES_VERSION}', {ts(f'n * {STEP_SECONDS}')}, '', '', '', {json_empty}"""),
         "drafts": (approvals, f"""
             INSERT INTO dunning_draft (id, tenant_id, invoice_id, decision_id, subject, body, diagnosis,
                 locale, source, fallback_used, guard_verdict, created_at)
@@ -130,13 +143,15 @@ def _build(*, invoices: int, approvals: int) -> None:
                 {ts(f'n * {STEP_SECONDS}')}"""),
         "approval requests": (approvals, f"""
             INSERT INTO approvals_approvalrequest (id, tenant_id, draft_id, invoice_id, status, subject,
-                body, edited, requested_at, expires_at, high_value, note)
+                body, edited, requested_at, expires_at, high_value, note, withdrawn_reason)
             SELECT n, {t}, n, n,
                 CASE WHEN n >= {pending_from} THEN 'pending'
                      ELSE {_case('n', ('approved', 'approved', 'approved', 'rejected', 'expired'))} END,
                 'Your payment did not go through', 'Hello, the card on file ...', {false},
-                {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS} + 259200')},
-                CASE WHEN n % 40 = 0 THEN {true} ELSE {false} END, ''"""),
+                {ts(f'n * {STEP_SECONDS}')},
+                CASE WHEN n >= {pending_from} THEN {live('(n % 72) * 3600 + 60')}
+                     ELSE {ts(f'n * {STEP_SECONDS} + 259200')} END,
+                CASE WHEN n % 40 = 0 THEN {true} ELSE {false} END, '', ''"""),
     }
     for label, (count, insert) in statements.items():
         start = time.perf_counter()
@@ -165,6 +180,52 @@ def _build(*, invoices: int, approvals: int) -> None:
     print(f"  analysed in {time.perf_counter() - start:5.1f} s", flush=True)
 
 
+def _build_extras(*, approvals: int) -> None:
+    """The home page's other sources, added when missing (older bench databases lack them):
+    one suppressed send per ten approval requests, spread over the last 30 days (so about a
+    quarter fall in "this week"), and a reconciliation run."""
+    import json
+
+    from django.db import connection, transaction
+    from django.utils import timezone
+
+    from approvals.models import SuppressedSend
+    from paypilot.models import Tenant
+    from reconciliation.models import Run
+
+    tenant = Tenant.objects.get(slug="bench")
+    if not SuppressedSend.objects.filter(tenant=tenant).exists():
+        count = max(1, approvals // 10)
+        start = time.perf_counter()
+        now = timezone.now().strftime("%Y-%m-%d %H:%M:%S")
+        vendor = connection.vendor
+        reasons = ("sending_disabled", "sending_disabled", "recipient_not_allowlisted", "cooldown_active",
+                   "invoice_closed")
+        gates = ("sending_enabled", "sending_enabled", "recipient_allowlisted", "cooldown", "invoice_open")
+        if vendor == "postgresql":
+            head, source = "", f"FROM generate_series(1, {count}) AS s(n)"
+            created = f"(timestamptz '{now}+00' - (n * {2592000 // count} + 1) * interval '1 second')"
+            dry = "(n % 5 < 2)"
+        else:
+            head = f"WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < {count}) "
+            source = "FROM s"
+            created = f"datetime('{now}', '-' || (n * {2592000 // count} + 1) || ' seconds')"
+            dry = "(n % 5 < 2)"
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"""{head}INSERT INTO approvals_suppressedsend (tenant_id, approval_id, invoice_id, gate,
+                reason, dry_run, created_at)
+                SELECT {tenant.pk}, n * 10, n * 10, {_case('n', gates)}, {_case('n', reasons)}, {dry},
+                    {created} {source}""")
+        print(f"  built {count:>9,} suppressed sends in {time.perf_counter() - start:5.1f} s", flush=True)
+    if not Run.objects.filter(tenant=tenant).exists():
+        result = {"money_in_breaks_minor": {"EUR": 120000, "USD": 493100}, "disputes_due": [
+            {"dispute_id": f"dp_{n}", "charge_id": f"ch_{n}", "due_by": "2026-12-09", "days_left": 1 + n % 7,
+             "amount_minor": 4900 + n, "currency": "USD"} for n in range(40)]}
+        Run.objects.create(tenant=tenant, as_of=timezone.now().date(), input_digest="b" * 64,
+                           result_json=json.dumps(result), result_sha256="b" * 64, match_rate=0.94, breaks_count=0,
+                           actor="bench")
+
+
 def _users():  # type: ignore[no-untyped-def]
     from django.contrib.auth.models import Permission, User
 
@@ -186,6 +247,9 @@ def _pages(*, invoices: int) -> list[tuple[str, str]]:
     deep = "p=1000"
     mid_invoice = f"in_{invoices // 2 + 4242}"
     return [
+        ("home page (admin index)", "/admin/"),
+        ("console: expiring within a day", "/admin/approvals/approvalrequest/?queue=pending&expires=day"),
+        ("console: second approver waiting", "/admin/approvals/approvalrequest/?queue=pending&second=waiting"),
         ("console: queue (pending), first page", "/admin/approvals/approvalrequest/"),
         ("console: ?queue=all, first page", "/admin/approvals/approvalrequest/?queue=all"),
         ("console: ?queue=all, page 1000", f"/admin/approvals/approvalrequest/?queue=all&{deep}"),
@@ -311,6 +375,7 @@ def main() -> None:
         start = time.perf_counter()
         _build(invoices=args.invoices, approvals=args.approvals)
         print(f"  total {time.perf_counter() - start:5.1f} s", flush=True)
+    _build_extras(approvals=args.approvals)
     finance, platform = _users()
     users: list[tuple[str, object]] = [("finance user", finance)]
     if args.platform:

@@ -126,6 +126,10 @@ class Invoice(models.Model):
                          opclasses=["varchar_pattern_ops"]),
             models.Index(fields=["provider_customer_id"], name="ledger_inv_pcust_prefix",
                          opclasses=["varchar_pattern_ops"]),
+            # The finance home's "recovered this month": a range of recovered invoices by
+            # payment time, carrying the summed columns (an index-only read on both vendors).
+            models.Index(fields=["tenant", "recovered_at", "currency", "recovered_minor", "refunded_minor"],
+                         condition=models.Q(state="recovered"), name="ledger_inv_recovered_when"),
         ]
 
     def __str__(self) -> str:

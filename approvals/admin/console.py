@@ -9,9 +9,11 @@ after a single decision the reviewer lands on the next pending draft.
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.utils import unquote
@@ -20,17 +22,27 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import mark_safe
+from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
+from approvals import labels
+from approvals.labels import code_html
 from approvals.mailer import email_compose
 from approvals.models import ApprovalRequest
 from approvals.services import (
     APPROVE_PERMISSION,
+    WITHDRAWN_BY_STATE,
     ApprovalError,
     approval_approve,
+    approval_blocker,
     approval_edit,
     approval_reject,
+    approvals_withdraw,
 )
+from approvals.workspace import EXPIRING_WITHIN
 from decisions.rules import CHURN_RISKS, RULES
 from dunning.catalogue import catalogue
 from dunning.models import Draft
@@ -90,6 +102,37 @@ class DeliveryUnknownFilter(admin.SimpleListFilter):
         return queryset.filter(send__status="unknown") if self.value() == "unknown" else queryset
 
 
+class ExpiresFilter(admin.SimpleListFilter):
+    """Pending drafts that expire unapproved within a day (the home page's figure)."""
+
+    title = "expires"
+    parameter_name = "expires"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("day", "Within a day")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() != "day":
+            return queryset
+        now = timezone.now()
+        return queryset.filter(expires_at__gt=now, expires_at__lte=now + EXPIRING_WITHIN)
+
+
+class SecondApproverFilter(admin.SimpleListFilter):
+    """High-value drafts approved once, waiting for a different person (the home page's figure)."""
+
+    title = "second approver"
+    parameter_name = "second"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("waiting", "Waiting for a second approver")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() != "waiting":
+            return queryset
+        return queryset.filter(high_value=True, first_approver__isnull=False)
+
+
 def _locales() -> list[tuple[str, str]]:
     return pairs(catalogue().available_locales())
 
@@ -97,18 +140,58 @@ def _locales() -> list[tuple[str, str]]:
 # Fixed tables, never the rows: four DISTINCT queries over every request cost 1.7 s (SQLite)
 # and 2.7 s (PostgreSQL) per view at 900,000 requests (docs/benchmarks.md).
 SourceFilter = choices_filter(title="template or LLM", parameter="source", lookup="draft__source",
-                              choices=lambda: Draft.Source.choices)
+                              choices=lambda: [(Draft.Source.TEMPLATE, "Template"), (Draft.Source.LLM, "LLM")])
 RiskFilter = choices_filter(title="risk", parameter="risk", lookup="draft__decision__churn_risk",
-                            choices=lambda: pairs(CHURN_RISKS))
+                            choices=lambda: [(risk, labels.label(labels.RISKS, risk)) for risk in CHURN_RISKS])
 RuleFilter = choices_filter(title="rule fired", parameter="rule", lookup="draft__decision__rule_fired",
-                            choices=lambda: pairs(sorted(RULES)))
+                            choices=lambda: [(rule, labels.label(labels.FAILURE_REASONS, rule))
+                                             for rule in sorted(RULES)])
 LocaleFilter = choices_filter(title="locale", parameter="locale", lookup="draft__locale", choices=_locales)
 
 # How many invoices (and customers) one search may name: a prefix such as "in_" matches
 # nearly everything, and the console then shows the requests of the first ones found.
 SEARCH_MATCH_LIMIT = 1000
+def _span(delta: timedelta) -> str:
+    """A duration as a finance person reads it: 45 min, 7 h, 3 d."""
+    minutes = max(0, int(delta.total_seconds() // 60))
+    if minutes < 90:
+        return f"{minutes} min"
+    if minutes < 48 * 60:
+        return f"{minutes // 60} h"
+    return f"{minutes // 1440} d"
+
+
 SEARCH_HELP = ("Search matches the start (case-sensitive) of an invoice id, a customer id, "
                "a customer email or a customer name.")
+
+
+def _skip_summary(skipped: Counter[str]) -> str:
+    return ", ".join(f"{n} {labels.label(labels.REASONS, code).lower()}" for code, n in skipped.most_common())
+
+
+def _withdraw_closed(selected: list[ApprovalRequest], blockers: dict[int, str]) -> None:
+    """Pending requests whose invoice closed before the close hook existed leave the queue now."""
+    by_reason: dict[str, list[int]] = {}
+    for approval in selected:
+        if approval.status == Status.PENDING and blockers[approval.pk] in WITHDRAWN_BY_STATE.values():
+            by_reason.setdefault(blockers[approval.pk], []).append(approval.invoice_id)
+    for reason, invoice_ids in by_reason.items():
+        approvals_withdraw(invoice_ids=invoice_ids, reason=reason)
+
+
+def _review_labels(obj: ApprovalRequest) -> dict[str, Any]:
+    """The review page's codes as words (each with its code in a tooltip)."""
+    decision = obj.draft.decision
+    return {
+        "status": code_html(labels.APPROVAL_STATUSES, obj.status),
+        "withdrawn": code_html(labels.WITHDRAWN_REASONS, obj.withdrawn_reason) if obj.withdrawn_reason else "",
+        "invoice_state": code_html(labels.INVOICE_STATES, obj.invoice.state),
+        "reason": code_html(labels.FAILURE_REASONS, decision.failure_code if decision else obj.invoice.failure_code),
+        "action": code_html(labels.ACTIONS, decision.action) if decision else "-",
+        "risk": code_html(labels.RISKS, decision.churn_risk) if decision else "-",
+        "suppressed": [(row, code_html(labels.REASONS, row.reason))
+                       for row in obj.suppressed.order_by("-created_at")[:20]],
+    }
 
 
 class EditForm(forms.Form):
@@ -118,15 +201,18 @@ class EditForm(forms.Form):
 
 
 class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    # Sized for a 1400 px screen: short cells, codes as words with the code in a tooltip
+    # (approvals.labels), the subject in the review link's tooltip. Template or LLM and the
+    # locale are filters here and facts on the review page.
     list_display = [
-        "id", "customer_col", "amount_col", "rule_col", "risk_col", "locale_col", "source_col",
-        "subject", "status", "high_value", "expires_at",
+        "draft_col", "customer_col", "amount_col", "reason_col", "risk_col", "invoice_col", "age_col",
+        "expires_col",
     ]
-    list_display_links = ["id", "subject"]
+    list_display_links = None
     list_select_related = ["tenant", "invoice__customer", "draft__decision"]
     list_filter = [
-        QueueFilter, SourceFilter, RiskFilter, RuleFilter, LocaleFilter, "high_value", DeliveryUnknownFilter,
-        "tenant",
+        QueueFilter, ExpiresFilter, SecondApproverFilter, SourceFilter, RiskFilter, RuleFilter, LocaleFilter,
+        "high_value", DeliveryUnknownFilter, "tenant",
     ]
     # Answered by `get_search_results` over indexed prefixes (the names only make the admin
     # draw the search box; SEARCH_HELP says what is matched).
@@ -136,14 +222,36 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
     # Served by the indexes (tenant, status, expires_at, id) and (tenant, expires_at, id);
     # the other columns sort nothing (a sort by customer name is a sort of every request).
     ordering = ["expires_at", "id"]
-    sortable_by = ["expires_at"]
+    sortable_by = ["expires_col"]
     list_per_page = 50
     actions = ["approve_selected", "reject_selected"]
     change_list_template = "admin/approvals/approvalrequest/change_list.html"
 
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        """The status column only where the list mixes statuses (the queue is all pending)."""
+        columns = list(self.list_display)
+        if request.GET.get(QueueFilter.parameter_name, Status.PENDING) != Status.PENDING:
+            columns.insert(columns.index("age_col"), "status_col")
+        return columns
+
     # --- columns ---------------------------------------------------------------------------
-    @admin.display(description="customer", ordering="invoice__customer__name")
+    @admin.display(description="draft")
+    def draft_col(self, obj: ApprovalRequest) -> str:
+        url = reverse("admin:approvals_approvalrequest_change", args=[obj.pk])
+        high = mark_safe(' <span class="pp-badge high" title="high value: needs two approvers">2&times;</span>') \
+            if obj.high_value else ""  # constant markup
+        return format_html('<a class="pp-review" href="{}" title="{}">#{} {}</a>{}', url, obj.subject, obj.pk,
+                           Truncator(obj.subject).chars(20), high)
+
+    @admin.display(description="customer")
     def customer_col(self, obj: ApprovalRequest) -> str:
+        customer = obj.invoice.customer
+        if customer is None:
+            return "-"
+        return format_html('<span title="{} &lt;{}&gt;">{}</span>', customer.name or customer.external_id,
+                           customer.email or "no email", customer.name or customer.external_id)
+
+    def customer_text(self, obj: ApprovalRequest) -> str:
         customer = obj.invoice.customer
         if customer is None:
             return "-"
@@ -153,23 +261,61 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
     def amount_col(self, obj: ApprovalRequest) -> str:
         return f"{format_minor(obj.invoice.amount_minor, obj.invoice.currency)} {obj.invoice.currency}"
 
-    @admin.display(description="rule fired")
-    def rule_col(self, obj: ApprovalRequest) -> str:
+    @admin.display(description="reason")
+    def reason_col(self, obj: ApprovalRequest) -> str:
         decision = obj.draft.decision
-        if decision is None:
-            return "-"
-        return decision.rule_fired if decision.matched else f"{decision.rule_fired} (fell through)"
+        code = decision.failure_code if decision is not None else obj.invoice.failure_code
+        if decision is not None and not decision.matched:
+            return format_html('{} <span class="pp-muted" title="rule fired: {}">(default rule)</span>',
+                               code_html(labels.FAILURE_REASONS, code), decision.rule_fired)
+        return code_html(labels.FAILURE_REASONS, code)
 
     @admin.display(description="risk")
     def risk_col(self, obj: ApprovalRequest) -> str:
-        return obj.draft.decision.churn_risk if obj.draft.decision else "-"
+        risk = obj.draft.decision.churn_risk if obj.draft.decision else ""
+        if not risk:
+            return "-"
+        return format_html('<span class="pp-badge {}" title="churn risk: {}">{}</span>', risk, risk,
+                           labels.label(labels.RISKS, risk))
 
-    @admin.display(description="locale")
-    def locale_col(self, obj: ApprovalRequest) -> str:
-        return obj.draft.locale or "-"
+    @admin.display(description="invoice now")
+    def invoice_col(self, obj: ApprovalRequest) -> str:
+        """The invoice's live state: a paid invoice is never shown as one to chase."""
+        state = obj.invoice.state
+        css = "pp-closed" if state in Invoice.TERMINAL_STATES else ""
+        return format_html('<span class="{}" title="{} ({})">{}</span>', css, obj.invoice, state,
+                           labels.label(labels.INVOICE_STATES, state))
+
+    @admin.display(description="status")
+    def status_col(self, obj: ApprovalRequest) -> str:
+        text = code_html(labels.APPROVAL_STATUSES, obj.status)
+        if obj.status == Status.WITHDRAWN and obj.withdrawn_reason:
+            return format_html("{}: {}", text, code_html(labels.WITHDRAWN_REASONS, obj.withdrawn_reason))
+        return text
+
+    @admin.display(description="waiting")
+    def age_col(self, obj: ApprovalRequest) -> str:
+        return format_html('<span title="requested {}">{}</span>', obj.requested_at.isoformat(timespec="minutes"),
+                           _span(timezone.now() - obj.requested_at))
+
+    @admin.display(description="expires", ordering="expires_at")
+    def expires_col(self, obj: ApprovalRequest) -> str:
+        left = obj.expires_at - timezone.now()
+        text = "expired" if left.total_seconds() <= 0 else f"in {_span(left)}"
+        css = "pp-soon" if 0 < left.total_seconds() <= 86400 else ""
+        return format_html('<span class="{}" title="{}">{}</span>', css, obj.expires_at.isoformat(timespec="minutes"),
+                           text)
 
     @admin.display(description="copy")
-    def source_col(self, obj: ApprovalRequest) -> str:
+    def copy_col(self, obj: ApprovalRequest) -> str:
+        source = "LLM" if obj.draft.source == "llm" else "template"
+        locale = obj.draft.locale or "-"
+        if obj.draft.fallback_used:
+            return format_html('<span title="the model copy was refused by the guard; the template was used">'
+                               "{} {} (swapped)</span>", source, locale)
+        return f"{source} {locale}"
+
+    def source_text(self, obj: ApprovalRequest) -> str:
         source = "LLM" if obj.draft.source == "llm" else "template"
         return f"{source} (guard swapped)" if obj.draft.fallback_used else source
 
@@ -250,9 +396,11 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
             "approval": obj,
             "composed": email_compose(approval=obj),
             "amount": self.amount_col(obj),
-            "customer": self.customer_col(obj),
+            "customer": self.customer_text(obj),
             "decision": obj.draft.decision,
-            "copy_source": self.source_col(obj),
+            "copy_source": self.source_text(obj),
+            "labels": _review_labels(obj),
+            "sending_on": settings.PAYPILOT_SEND_EMAIL,
             "send": getattr(obj, "send", None),
             "suppressed": list(obj.suppressed.order_by("-created_at")[:20]),
             "edits": list(obj.edits.order_by("-created_at")[:20]),
@@ -325,33 +473,40 @@ class ApprovalRequestAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
 
     # --- bulk actions (confirm first, like delete_selected) --------------------------------
     def _bulk(self, request: HttpRequest, queryset: QuerySet[Any], approve: bool) -> HttpResponse | None:
+        """Decide the selected drafts that can still be decided; skip the rest and say how
+        many and why (already decided, expired, withdrawn, or their invoice has closed)."""
         verb = "approve" if approve else "reject"
-        pending = list(queryset.filter(status=Status.PENDING))
-        selected = queryset.count()
+        selected = list(queryset)
+        blockers = {a.pk: approval_blocker(approval=a) for a in selected}
+        ready = [a for a in selected if not blockers[a.pk]]
+        skipped = Counter(code for code in blockers.values() if code)
         if request.POST.get("post") != "yes":
             return TemplateResponse(request, "admin/approvals/approvalrequest/bulk_confirm.html", {
                 **self.admin_site.each_context(request),
-                "opts": self.model._meta, "title": f"Confirm: {verb} {len(pending)} drafts",
-                "verb": verb, "action": f"{verb}_selected", "queryset": queryset,
-                "rows": [(a, self.customer_col(a), self.amount_col(a)) for a in queryset],
-                "pending_count": len(pending),
+                "opts": self.model._meta, "title": f"Confirm: {verb} {len(ready)} drafts",
+                "verb": verb, "action": f"{verb}_selected", "queryset": selected,
+                "rows": [(a, self.customer_text(a), self.amount_col(a),
+                          labels.label(labels.REASONS, blockers[a.pk]) if blockers[a.pk] else "")
+                         for a in selected],
+                "pending_count": len(ready), "skipped": _skip_summary(skipped),
                 "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             })
+        _withdraw_closed(selected, blockers)
         note = request.POST.get("note", "")[:1000]
         outcomes: Counter[str] = Counter()
-        for approval in pending:
+        for approval in ready:
             try:
                 if approve:
                     outcomes[approval_approve(approval=approval, user=request.user, note=note)] += 1
                 else:
                     outcomes[approval_reject(approval=approval, user=request.user, note=note)] += 1
-            except ApprovalError as error:
-                outcomes[error.code] += 1
-        skipped = selected - len(pending)
-        if skipped > 0:
-            outcomes["not_pending"] += skipped
-        summary = ", ".join(f"{n} {code.replace('_', ' ')}" for code, n in sorted(outcomes.items()))
-        self.message_user(request, f"Bulk {verb}: {summary or 'nothing to do'}.", messages.SUCCESS)
+            except ApprovalError as error:  # decided or closed since the page was drawn
+                skipped[error.code] += 1
+        done = ", ".join(f"{n} {code.replace('_', ' ')}" for code, n in sorted(outcomes.items()))
+        message = f"Bulk {verb}: {done or 'nothing decided'}."
+        if skipped:
+            message += f" Skipped {sum(skipped.values())} that cannot be {verb}d: {_skip_summary(skipped)}."
+        self.message_user(request, message, messages.WARNING if skipped else messages.SUCCESS)
         return None
 
     @admin.action(description="Approve selected drafts", permissions=["approve"])

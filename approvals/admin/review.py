@@ -12,12 +12,16 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
+from django.utils.html import format_html
 
+from approvals import labels
 from approvals.claims import NOT_DELIVERY_UNKNOWN, send_mark_sent, send_resend
-from approvals.models import DraftEdit, EmailSend, SuppressedSend
-from approvals.refusals import refusal_list
+from approvals.labels import code_html
+from approvals.models import ApprovalRequest, DraftEdit, EmailSend, SuppressedSend
+from approvals.refusals import Refusal, refusal_list
 from approvals.services import APPROVE_PERMISSION, ApprovalError
+from ledger.models import Invoice
 from paypilot.admin_perf import input_filter
 from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin, admin_is_platform, admin_tenant_for
 
@@ -32,13 +36,26 @@ class ReadOnlyScopedAdmin(TenantScopedReadOnlyAdmin):
 
 @admin.register(SuppressedSend)
 class SuppressedSendAdmin(ReadOnlyScopedAdmin):
-    list_display = ["created_at", "gate", "reason", "dry_run", "approval", "invoice", "tenant"]
+    list_display = ["created_at", "gate_col", "reason_col", "dry_run", "draft_col", "invoice", "tenant"]
     # Text boxes, not a DISTINCT over every refusal.
     list_filter = [input_filter(title="gate", parameter="gate", lookup="gate"),
                    input_filter(title="reason", parameter="reason", lookup="reason"), "dry_run", "tenant"]
     search_fields = ["invoice__external_invoice_id__prefix"]
     search_help_text = INVOICE_SEARCH_HELP
     list_select_related = ["tenant", "invoice", "approval"]
+
+    @admin.display(description="gate")
+    def gate_col(self, obj: SuppressedSend) -> str:
+        return code_html(labels.GATES, obj.gate)
+
+    @admin.display(description="reason")
+    def reason_col(self, obj: SuppressedSend) -> str:
+        return code_html(labels.REASONS, obj.reason)
+
+    @admin.display(description="draft")
+    def draft_col(self, obj: SuppressedSend) -> str:
+        return format_html('<a href="{}">draft #{}</a>',
+                           reverse("admin:approvals_approvalrequest_change", args=[obj.approval_id]), obj.approval_id)
 
     def get_urls(self) -> list[Any]:
         return [
@@ -57,8 +74,49 @@ class SuppressedSendAdmin(ReadOnlyScopedAdmin):
         return TemplateResponse(request, "admin/approvals/refusal_review.html", {
             **self.admin_site.each_context(request),
             "opts": self.model._meta, "title": "Refusal review",
-            "items": result["items"], "sources": result["sources"],
+            "items": _refusal_rows(result["items"]),
+            "sources": [(labels.label(labels.REFUSAL_SOURCES, name), name, info)
+                        for name, info in result["sources"].items()],
         })
+
+
+def _refusal_rows(items: list[Refusal]) -> list[dict[str, Any]]:
+    """Each refusal in words, with links to its draft, invoice and customer (the invoices
+    are read in one query for the whole page)."""
+    invoice_ids = {item.ids["invoice_id"] for item in items if item.ids.get("invoice_id")}
+    invoices = Invoice.objects.in_bulk(sorted(invoice_ids))
+    draft_approvals = dict(ApprovalRequest.objects.filter(draft_id__in=[
+        item.ids["draft"] for item in items if item.ids.get("draft")]).values_list("draft_id", "pk"))
+    rows = []
+    for item in items:
+        links: list[tuple[str, str]] = []
+        approval = item.ids.get("approval") or draft_approvals.get(item.ids.get("draft") or 0)
+        if approval:
+            links.append((f"draft #{approval}", reverse("admin:approvals_approvalrequest_change", args=[approval])))
+        elif item.ids.get("draft"):
+            links.append((f"draft {item.ids['draft']}",
+                          reverse("admin:dunning_draft_change", args=[item.ids["draft"]])))
+        invoice = invoices.get(item.ids.get("invoice_id"))
+        if invoice is not None:
+            links.append((f"invoice {invoice.external_invoice_id}",
+                          reverse("admin:ledger_invoice_change", args=[invoice.pk])))
+            if invoice.customer_id:
+                links.append(("customer", reverse("admin:ledger_customer_change", args=[invoice.customer_id])))
+        if item.ids.get("decision"):
+            links.append((f"decision {item.ids['decision']}",
+                          reverse("admin:decisions_decisionrecord_change", args=[item.ids["decision"]])))
+        if item.ids.get("send"):
+            links.append((f"send {item.ids['send']}",
+                          reverse("admin:approvals_emailsend_change", args=[item.ids["send"]])))
+        reasons = [code_html(labels.REASONS, code) for code in item.reason.split(",")]
+        rows.append({
+            "item": item, "source": labels.label(labels.REFUSAL_SOURCES, item.source),
+            "gate": code_html(labels.GATES, item.gate), "reasons": reasons, "links": links,
+            "dry_run": item.ids.get("dry_run", False),
+            "other_ids": {k: v for k, v in item.ids.items()
+                          if k in ("refusal_id", "field", "invoice_ref", "failure_code", "attempts")},
+        })
+    return rows
 
 
 @admin.register(EmailSend)

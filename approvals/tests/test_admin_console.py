@@ -67,7 +67,12 @@ def test_review_page_shows_the_rendered_email(logged_in, tenant, make_approval, 
     assert "your last payment failed" in html
     assert settings.PAYPILOT_PUBLIC_BASE_URL.rstrip("/") + "/r/" in html
     assert "Drafted with AI, reviewed by a person." in html
-    assert "card_expired" in html and "LLM" in html and "Approve and send" in html
+    assert 'data-code="card_expired">Card expired<' in html and "LLM" in html
+    # sending is off in tests: the button and the banner say the approval is a dry run
+    assert "Approve (dry run: sending is off)" in html and 'id="pp-sending-off"' in html
+    settings.PAYPILOT_SEND_EMAIL = True
+    html = logged_in.get(_review(approval.pk)).content.decode()
+    assert "Approve and send" in html and 'id="pp-sending-off"' not in html
 
 
 def test_single_approve_sends_and_moves_to_next(logged_in, tenant, make_approval, sending_on):
@@ -225,8 +230,15 @@ def test_membership_admin_is_platform_only(logged_in):
 def test_refusal_review_page(logged_in, tenant, other_tenant, make_approval, sending_on):
     from approvals.sending import send_approved
 
-    send_approved(approval_id=make_approval(tenant).pk)  # pending: not_approved
+    refused = make_approval(tenant)
+    send_approved(approval_id=refused.pk)  # pending: not_approved
     send_approved(approval_id=make_approval(other_tenant).pk)
     html = logged_in.get(reverse("admin:approvals_refusal_review")).content.decode()
-    assert "not_approved" in html and "suppressed_sends" in html
+    # words first, the code in the tooltip
+    assert 'data-code="not_approved">Not approved<' in html and 'title="suppressed_sends"' in html
+    assert "Sends stopped by a gate" in html and "suppressed_id=" not in html
+    # links to the draft, its invoice and its customer
+    assert f'href="{_review(refused.pk)}"' in html
+    assert f'href="{reverse("admin:ledger_invoice_change", args=[refused.invoice_id])}"' in html
+    assert f'href="{reverse("admin:ledger_customer_change", args=[refused.invoice.customer_id])}"' in html
     assert html.count("<td>acme</td>") == 1 and "globex" not in html

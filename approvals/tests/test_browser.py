@@ -103,10 +103,8 @@ def test_finance_user_approves_a_draft_in_chromium(live_server, queue, chromium_
             html = page.inner_text("#content")
             assert "Ada Lovelace" in html and "49.00 USD" in html and "129,000 JPY" in html
             assert "Globex secret draft" not in html  # another tenant's queue
-            if request.config.getoption("--screenshots"):
-                page.screenshot(path=str(DOCS / "approvals-console.png"), full_page=True)
 
-            page.click(f"text={first.subject}")
+            page.click(f"a.pp-review[href$='/{first.pk}/change/']")
             page.wait_for_selector("#pp-email")
             body = page.inner_text("#pp-body")
             assert first.body.splitlines()[0] in body and "/r/" in body
@@ -128,3 +126,130 @@ def test_finance_user_approves_a_draft_in_chromium(live_server, queue, chromium_
     assert len(mail.outbox) == 1 and mail.outbox[0].to == ["ada@example.com"]
     assert Invoice.objects.get(pk=first.invoice_id).state == Invoice.State.MESSAGED
     assert Invoice.objects.filter(state=Invoice.State.MESSAGED).count() == 1
+
+
+# A finance user's morning: (name, email, amount, currency, failure code, risk, high value).
+WORKSPACE_PEOPLE = [
+    ("Ada Lovelace", "ada@example.com", 4900, "USD", "card_expired", "low", False),
+    ("Grace Hopper", "grace@example.com", 129000, "JPY", "insufficient_funds", "medium", False),
+    ("Alan Turing", "alan@example.com", 2500, "EUR", "issuer_do_not_retry", "high", False),
+    ("Katherine Johnson", "katherine@example.com", 189900, "USD", "generic_decline", "medium", True),
+    ("Edsger Dijkstra", "edsger@example.com", 7900, "EUR", "card_details_invalid", "low", False),
+    ("Barbara Liskov", "barbara@example.com", 12900, "GBP", "direct_debit_not_retried", "high", False),
+    ("Donald Knuth", "donald@example.com", 3100, "USD", "insufficient_funds", "low", False),
+    ("Margaret Hamilton", "margaret@example.com", 45000, "USD", "card_expired", "medium", False),
+    ("Tim Berners-Lee", "tim@example.com", 9900, "GBP", "generic_decline", "low", False),
+    ("Radia Perlman", "radia@example.com", 15900, "EUR", "insufficient_funds", "high", False),
+]
+
+
+@pytest.fixture
+def morning(append_only_flushable, settings):  # type: ignore[no-untyped-def]
+    """Ten drafts waiting (one high value, one expiring within the hour, one for an invoice
+    paid since: withdrawn), a dry-run refusal this week; sending switched off."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from decisions.tests.factories import DecisionRecordFactory
+    from ledger.services import invoice_transition
+
+    finance_group()
+    settings.PAYPILOT_SEND_EMAIL = False
+    settings.PAYPILOT_ALLOWED_RECIPIENTS = ["*"]
+    settings.PAYPILOT_HIGH_VALUE_ANNUAL = 1000
+    settings.PAYPILOT_AI_DISCLOSURE = ""
+    tenant = tenant_create(slug="acme", name="Acme Ltd")
+    approvals = []
+    for number, (name, email, amount, currency, code, risk, high) in enumerate(WORKSPACE_PEOPLE):
+        customer = CustomerFactory(tenant=tenant, name=name, email=email, currency=currency,
+                                   mrr_minor=amount if high else 0)
+        invoice = InvoiceFactory(tenant=tenant, customer=customer, amount_minor=amount, currency=currency,
+                                 failure_code=code, external_invoice_id=f"in_1Q{number:03d}ACME")
+        decision = DecisionRecordFactory(tenant=tenant, invoice_ref=invoice.external_invoice_id,
+                                         failure_code=code, rule_fired=code, churn_risk=risk)
+        approvals.append(approval_open(draft=DraftFactory(
+            tenant=tenant, invoice=invoice, decision=decision,
+            subject=f"{name.split()[0]}, your payment did not go through",
+        )))
+    now = timezone.now()
+    for offset, approval in enumerate(approvals):  # waiting between 1 and 40 hours
+        ApprovalRequest.objects.filter(pk=approval.pk).update(
+            requested_at=now - timedelta(hours=40 - 4 * offset),
+            expires_at=now + timedelta(hours=32 + 4 * offset))
+    ApprovalRequest.objects.filter(pk=approvals[1].pk).update(expires_at=now + timedelta(minutes=50))
+    invoice_transition(invoice=approvals[8].invoice, to=Invoice.State.RECOVERED, cause="test")  # paid since
+    return tenant, approvals
+
+
+@pytest.mark.django_db(transaction=True)
+def test_finance_user_starts_at_home_follows_a_figure_and_approves(live_server, morning, chromium_path,
+                                                                    monkeypatch, request):
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    tenant, approvals = morning
+    user = finance_user(tenant=tenant, username="fiona")
+    shots = request.config.getoption("--screenshots")
+    chosen = approvals[0]
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+            page.fill("#id_username", user.username)
+            page.fill("#id_password", PASSWORD)
+            page.click("input[type=submit]")
+            page.wait_for_selector("#pp-home")
+            assert page.inner_text("#pp-fig-pending") == "9"  # the paid one has left the queue
+            assert page.inner_text("#pp-fig-expiring") == "1"
+            assert "Sending is switched off" in page.inner_text("#pp-sending-off")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1400  # nothing off-screen
+            if shots:
+                page.screenshot(path=str(DOCS / "approvals-home.png"), full_page=True)
+
+            page.click("#pp-fig-pending")  # a figure leads to the list behind it
+            page.wait_for_selector("#result_list")
+            rows = page.locator("#result_list tbody tr")
+            assert rows.count() == 9
+            queue = page.inner_text("#result_list")
+            assert "Ada Lovelace" in queue and "49.00 USD" in queue and "Card expired" in queue
+            assert "Tim Berners-Lee" not in queue  # paid since: withdrawn
+            assert "issuer_do_not_retry" not in queue  # codes only in tooltips
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+            # every column inside its box: the table does not scroll sideways
+            fit = page.evaluate("(() => { const r = document.querySelector('#changelist .results');"
+                                " return [r.scrollWidth, r.clientWidth, [...document.querySelectorAll("
+                                "'#result_list thead th')].map(h => Math.round(h.getBoundingClientRect().width))];"
+                                " })()")
+            assert fit[0] <= fit[1], fit
+            heights = page.evaluate(
+                "[...document.querySelectorAll('#result_list tbody tr')].map(r => r.getBoundingClientRect().height)")
+            assert max(heights) < 45, heights  # compact rows
+            assert page.locator("#pp-sending-off").count() == 1
+            if shots:
+                page.screenshot(path=str(DOCS / "approvals-console.png"), full_page=True)
+
+            page.click(f"a.pp-review[href$='/{chosen.pk}/change/']")
+            page.wait_for_selector("#pp-email")
+            assert "Sending is switched off" in page.inner_text("#pp-sending-off")
+            assert chosen.subject in page.inner_text("#pp-subject")
+            assert "/r/" in page.inner_text("#pp-body")
+            frame = page.locator("iframe")
+            if frame.count():  # the HTML part as it will leave (the emails branch), beside the text
+                assert frame.first.get_attribute("sandbox") is not None
+                assert "your last payment failed" in frame.first.content_frame.locator("body").inner_text()
+            if shots:
+                page.screenshot(path=str(DOCS / "approvals-review.png"), full_page=True)
+            assert page.get_attribute("#pp-approve", "value") == "Approve (dry run: sending is off)"
+            page.click("#pp-approve")
+            page.wait_for_selector(".messagelist")
+            assert "approved" in page.inner_text(".messagelist")
+        finally:
+            browser.close()
+
+    chosen.refresh_from_db()
+    assert chosen.status == ApprovalRequest.Status.APPROVED and chosen.decided_by_id == user.pk
+    assert mail.outbox == []  # sending is off: recorded as a dry run, as the banner said
+    assert chosen.suppressed.get().reason == "sending_disabled"

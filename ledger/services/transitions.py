@@ -68,6 +68,22 @@ class IllegalTransition(Exception):
         super().__init__(f"{reason}: {from_state} -> {to_state}")
 
 
+# --- close hooks ----------------------------------------------------------------------------
+
+# Called as hook(invoice=locked_row, to=state) inside the transaction of every move into a
+# terminal state. The ledger sits above the apps that act on a closed invoice (approvals
+# withdraws its pending request) and must not import them; they register here from their
+# AppConfig.ready(), so every path that closes an invoice (webhooks one by one or batched,
+# demo data, commands) takes them along in the same transaction as the move.
+CloseHook = Callable[..., object]
+_close_hooks: dict[str, CloseHook] = {}
+
+
+def invoice_close_hook_register(*, name: str, hook: CloseHook) -> None:
+    """Register (or replace, by `name`) a hook run on every close; idempotent."""
+    _close_hooks[name] = hook
+
+
 # --- locking ------------------------------------------------------------------------------
 
 def _invoice_lock_id(tenant_id: int, provider: str, external_invoice_id: str) -> int:
@@ -139,6 +155,9 @@ def _move(
         tenant=locked.tenant,
         detail={"invoice_id": locked.pk, "from_state": previous, "to_state": to, "cause": cause},
     )
+    if to in Invoice.TERMINAL_STATES:
+        for hook in _close_hooks.values():
+            hook(invoice=locked, to=to, now=now)
     return True
 
 
