@@ -75,8 +75,10 @@ def _build(*, invoices: int, approvals: int) -> None:
     from decisions.rules import RULES_VERSION
     from paypilot.services import tenant_create
 
+    from paypilot.models import Tenant
+
     vendor = connection.vendor
-    tenant = tenant_create(slug="bench", name="Bench")
+    tenant = Tenant.objects.filter(slug="bench").first() or tenant_create(slug="bench", name="Bench")
     t = tenant.pk
     customers = max(1, invoices // CUSTOMERS_PER_INVOICE)
 
@@ -105,22 +107,24 @@ def _build(*, invoices: int, approvals: int) -> None:
         "invoices": (invoices, f"""
             INSERT INTO ledger_invoice (id, tenant_id, provider, external_invoice_id, customer_id,
                 amount_minor, currency, state, arm, failure_code, attempt_count, subscription_id,
-                provider_customer_id, hosted_invoice_url, failed_at, updated_at, recovered_minor)
+                provider_customer_id, hosted_invoice_url, failed_at, failed_recorded_at, updated_at,
+                recovered_minor, refunded_minor)
             SELECT n, {t}, {_case('n', ('stripe', 'stripe', 'stripe', 'recharge', 'chargebee'))},
                 'in_' || n, 1 + (n % {customers}), 1000 + (n % 90000),
                 {_case('n', ('USD',) * 7 + ('EUR', 'GBP', 'JPY'))},
                 {_case('n', ('failed', 'failed', 'messaged', 'clicked', 'recovered', 'churned', 'exhausted'))},
                 CASE WHEN n % 10 = 0 THEN 'holdout' ELSE 'treatment' END,
                 {_case('n', FAILURE_CODES[:7])}, 1 + n % 4, 'sub_' || n, 'cus_' || (1 + n % {customers}), '',
-                {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS}')}, 0"""),
+                {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS}')}, {ts(f'n * {STEP_SECONDS}')}, 0, 0"""),
         "decisions": (approvals, f"""
             INSERT INTO decisions_decisionrecord (id, tenant_id, invoice_ref, source, failure_code,
                 attempt, prior_failures, rule_fired, matched, churn_risk, action, retry_in_days, offer,
-                escalated, schedule_source, likelihood, rules_version, decided_at)
+                escalated, schedule_source, likelihood, rules_version, decided_at, card_brand,
+                network_advice_code, network_decline_code, network_rules)
             SELECT n, {t}, 'in_' || n, 'pipeline', {_case('n', FAILURE_CODES[:7])}, 1 + n % 4, n % 3,
                 {_case('n', FAILURE_CODES)}, (n % 8 <> 7), {_case('n', ('low', 'medium', 'high'))},
                 'request_card_update', 3, 'Update the card on file.', (n % 9 = 0), 'rules', 0.4,
-                '{RULES_VERSION}', {ts(f'n * {STEP_SECONDS}')}"""),
+                '{RULES_VERSION}', {ts(f'n * {STEP_SECONDS}')}, '', '', '', {json_empty}"""),
         "drafts": (approvals, f"""
             INSERT INTO dunning_draft (id, tenant_id, invoice_id, decision_id, subject, body, diagnosis,
                 locale, source, fallback_used, guard_verdict, created_at)
@@ -139,6 +143,11 @@ def _build(*, invoices: int, approvals: int) -> None:
                 CASE WHEN n % 40 = 0 THEN {true} ELSE {false} END, ''"""),
     }
     for label, (count, insert) in statements.items():
+        table = insert.split("INSERT INTO", 1)[1].split()[0]
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) FROM {table}")
+            if cursor.fetchone()[0] == count:  # built by an earlier run that stopped later on
+                continue
         start = time.perf_counter()
         head, source = series(count)
         with transaction.atomic(), connection.cursor() as cursor:
@@ -301,11 +310,12 @@ def main() -> None:
     from django.db import connection
 
     call_command("migrate", verbosity=0, interactive=False)
+    from approvals.models import ApprovalRequest
     from ledger.models import Invoice
 
     have = Invoice.objects.count()
-    if have != args.invoices:
-        if have:
+    if have != args.invoices or ApprovalRequest.objects.count() != args.approvals:
+        if have not in (0, args.invoices):
             sys.exit(f"the {args.db} database holds {have:,} invoices, not {args.invoices:,}: use --rebuild")
         print(f"building the bench tenant on {connection.vendor}:", flush=True)
         start = time.perf_counter()
