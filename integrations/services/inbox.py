@@ -253,19 +253,19 @@ def enqueue_processing(event_id: int, *, task_row: int | None = None) -> None:
     transactional outbox), in queue row `task_row` when the event insert took one
     (`event_insert`). Redis broker: after commit; the sweeper covers a lost enqueue."""
     if settings.REDIS_URL:
-        transaction.on_commit(lambda: _enqueue(event_id, None))
+        transaction.on_commit(lambda: _enqueue(event_id))
     else:
-        _enqueue(event_id, task_row)
+        with queue_row_id(task_row):
+            _enqueue(event_id)
 
 
-def _enqueue(event_id: int, task_row: int | None) -> None:
+def _enqueue(event_id: int) -> None:
     # ack_failure: a failed attempt is recorded on the event and retried by the sweeper
     # (finite), not re-presented by the broker as well.
     try:
         # save=False: the event row already records the outcome; django-q2 keeps failures only.
-        with queue_row_id(task_row):
-            async_task(PROCESS_TASK, event_id, ack_failure=True, save=False, task_name=f"webhook-{event_id}",
-                       broker=queue_broker())
+        async_task(PROCESS_TASK, event_id, ack_failure=True, save=False, task_name=f"webhook-{event_id}",
+                   broker=queue_broker())
     except ProcessingFailed:
         # Only in sync mode (tests, PAYPILOT_Q_SYNC=1), where django-q2 runs the task inline
         # and re-raises: the failure is already recorded on the event, the sweeper retries.
