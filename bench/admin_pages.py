@@ -73,9 +73,8 @@ def _build(*, invoices: int, approvals: int) -> None:
     from django.db import connection, transaction
 
     from decisions.rules import RULES_VERSION
-    from paypilot.services import tenant_create
-
     from paypilot.models import Tenant
+    from paypilot.services import tenant_create
 
     vendor = connection.vendor
     tenant = Tenant.objects.filter(slug="bench").first() or tenant_create(slug="bench", name="Bench")

@@ -50,15 +50,15 @@ def _insert_statement(model: type[models.Model], alias: str, *, conflict: str, b
         columns = [qn(str(field.column)) for field in fields]
         returning = qn(str(meta.pk.column))  # type: ignore[union-attr]
         if sequence_column:
-            column = qn(str(meta.get_field(sequence_column[0]).column))
+            column = qn(str(meta.get_field(sequence_column[0]).column))  # type: ignore[union-attr]
             columns.append(column)
             values.append(f"nextval('{sequence_column[1]}'::regclass)")
             returning += f", {column}"
         sql = f"INSERT INTO {qn(meta.db_table)} ({', '.join(columns)}) VALUES ({', '.join(values)})"
         if conflict:
             [unique] = [c for c in meta.constraints if isinstance(c, models.UniqueConstraint) and c.name == conflict]
-            columns = ", ".join(qn(str(field.column)) for field in fields if field.name in unique.fields)
-            sql += f" ON CONFLICT ({columns}) DO NOTHING"
+            keys = ", ".join(qn(str(field.column)) for field in fields if field.name in unique.fields)
+            sql += f" ON CONFLICT ({keys}) DO NOTHING"
         _statements[key] = (f"{sql} RETURNING {returning}", fields)
     return _statements[key]
 

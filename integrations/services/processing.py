@@ -9,8 +9,8 @@ Batches: the task for one event also takes up to PAYPILOT_WEBHOOK_BATCH - 1 `rec
 events of the same tenant that arrived after it (rows another worker holds are skipped), applies them
 in arrival order in the same transaction and marks them; their own queued tasks then find
 them processed and return (their queue rows are deleted in the batch's transaction, so on
-PostgreSQL with the ORM broker most never reach a worker). Consecutive failed payments of distinct invoices and customers
-are applied together through `BATCH_HANDLERS` (one INSERT per table instead of one per
+PostgreSQL with the ORM broker most never reach a worker). Consecutive failed payments of
+distinct invoices and customers are applied together through `BATCH_HANDLERS` (one INSERT per table instead of one per
 row); every other event, and any event carrying a resource version, is applied alone, in
 order, so each sees what the events before it wrote. If anything in a batch raises, the
 whole batch rolls back and its events are applied one by one, so one bad event costs only
