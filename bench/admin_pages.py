@@ -74,10 +74,11 @@ def _build(*, invoices: int, approvals: int) -> None:
     from django.utils import timezone
 
     from decisions.rules import RULES_VERSION
+    from paypilot.models import Tenant
     from paypilot.services import tenant_create
 
     vendor = connection.vendor
-    tenant = tenant_create(slug="bench", name="Bench")
+    tenant = Tenant.objects.filter(slug="bench").first() or tenant_create(slug="bench", name="Bench")
     t = tenant.pk
     customers = max(1, invoices // CUSTOMERS_PER_INVOICE)
 
@@ -154,6 +155,11 @@ def _build(*, invoices: int, approvals: int) -> None:
                 CASE WHEN n % 40 = 0 THEN {true} ELSE {false} END, '', ''"""),
     }
     for label, (count, insert) in statements.items():
+        table = insert.split("INSERT INTO", 1)[1].split()[0]
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) FROM {table}")
+            if cursor.fetchone()[0] == count:  # built by an earlier run that stopped later on
+                continue
         start = time.perf_counter()
         head, source = series(count)
         with transaction.atomic(), connection.cursor() as cursor:
@@ -365,11 +371,12 @@ def main() -> None:
     from django.db import connection
 
     call_command("migrate", verbosity=0, interactive=False)
+    from approvals.models import ApprovalRequest
     from ledger.models import Invoice
 
     have = Invoice.objects.count()
-    if have != args.invoices:
-        if have:
+    if have != args.invoices or ApprovalRequest.objects.count() != args.approvals:
+        if have not in (0, args.invoices):
             sys.exit(f"the {args.db} database holds {have:,} invoices, not {args.invoices:,}: use --rebuild")
         print(f"building the bench tenant on {connection.vendor}:", flush=True)
         start = time.perf_counter()

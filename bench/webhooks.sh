@@ -11,6 +11,10 @@
 # Usage: bench/webhooks.sh [sqlite|postgres|both] [ladder] [requests-per-step]
 #   defaults: both, 1,16,64, 2000. PostgreSQL: $BENCH_PG_URL
 #   (default postgres://postgres@127.0.0.1:5432/pp_integrations_bench, dropped and recreated).
+#   BENCH_SAVE_INBOX=NAME (PostgreSQL): after the acknowledgements, keep a copy of the inbox
+#   as database NAME; BENCH_INBOX=NAME: skip the acknowledgements and drain a fresh copy of
+#   it (repeatable drains of one backlog). Drain figures: events per second, and the CPU
+#   (user + system) of every cluster process and of the database's PostgreSQL backends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +29,7 @@ PORT="${BENCH_PORT:-18766}"
 # trips; 8 gave 815/s, p99 139 ms, against 892/s, p99 83 ms, with 4). BENCH_THREADS overrides.
 threads_for() { [ -n "${BENCH_THREADS:-}" ] && echo "$BENCH_THREADS" || { [ "$1" = sqlite ] && echo 1 || echo 4; }; }
 PG_URL="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/pp_integrations_bench}"
-PY=.venv/bin/python
+PY="${PY:-.venv/bin/python}"
 . bench/_server.sh
 HTTPBENCH="${HTTPBENCH:-../shared/bench/httpbench.py}"
 BODY=bench/webhook_stripe_body.json
@@ -45,6 +49,16 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+
+pg_copy() {  # ADMIN_URL NAME [TEMPLATE]: drop database NAME and create it (empty or as a copy)
+  "$PY" - "$@" <<'PYEOF'
+import sys, psycopg
+with psycopg.connect(sys.argv[1], autocommit=True) as conn:
+    conn.execute(f'DROP DATABASE IF EXISTS "{sys.argv[2]}" WITH (FORCE)')
+    template = f' TEMPLATE "{sys.argv[3]}"' if len(sys.argv) > 3 and sys.argv[3] else ""
+    conn.execute(f'CREATE DATABASE "{sys.argv[2]}"{template}')
+PYEOF
+}
 
 count() {  # one JSON line with the exactly-once counts
   "$PY" manage.py shell -v0 -c '
@@ -81,14 +95,13 @@ run_one() {
   else
     export DATABASE_URL="$PG_URL"
     local admin_url="${PG_URL%/*}/postgres" name="${PG_URL##*/}"
-    "$PY" - "$admin_url" "$name" <<'PYEOF'
-import sys, psycopg
-with psycopg.connect(sys.argv[1], autocommit=True) as conn:
-    conn.execute(f'DROP DATABASE IF EXISTS "{sys.argv[2]}" WITH (FORCE)')
-    conn.execute(f'CREATE DATABASE "{sys.argv[2]}"')
-PYEOF
+    pg_copy "$admin_url" "$name" "${BENCH_INBOX:-}"
   fi
   "$PY" manage.py migrate --noinput -v0
+  if [ -n "${BENCH_INBOX:-}" ] && [ "$db" = postgres ]; then
+    echo "=== $db: inbox copied from database $BENCH_INBOX (no acknowledgement phase) ==="
+    drain "$db"; return
+  fi
   "$PY" manage.py shell -v0 -c 'from paypilot.services import tenant_create; tenant_create(slug="bench", name="Bench")'
   "$PY" manage.py webhook_credential --tenant bench --provider stripe --secret-env BENCH_STRIPE_SECRET >/dev/null
 
@@ -103,34 +116,40 @@ PYEOF
     --ladder "$LADDER" -n "$REQUESTS" --repeat "$REPEAT" --cpu 1 --server-pid "$SERVER_PID" \
     --label "webhooks-$db" -o "$WORK/ack-$db.json"
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
-
+  if [ -n "${BENCH_SAVE_INBOX:-}" ] && [ "$db" = postgres ]; then
+    pg_copy "${PG_URL%/*}/postgres" "$BENCH_SAVE_INBOX" "${PG_URL##*/}"
+    echo "inbox saved as database $BENCH_SAVE_INBOX (BENCH_INBOX=$BENCH_SAVE_INBOX drains a copy of it again)"
+  fi
   if [ "${BENCH_DRAIN:-1}" = 0 ]; then return; fi
+  drain "$db"
+}
+
+drain() {
+  local db="$1"
   local before
   before="$(count)"
   echo "stored before drain: $before"
 
-  echo "=== $db: drain the inbox with one qcluster worker on CPU 0 ==="
-  local start end
+  echo "=== $db: drain the inbox with one qcluster worker on CPU 0 (load average: $(cut -d' ' -f1-3 /proc/loadavg)) ==="
+  local start end usage
   start="$(date +%s.%N)"
   taskset -c 0 "$PY" manage.py qcluster >"$WORK/qcluster-$db.log" 2>&1 &
   CLUSTER_PID=$!
-  while :; do
-    sleep 1
-    local left
-    # done when no event is left received and no task is left queued (the tasks of events
-    # that an earlier batch processed still pass through the worker)
-    left="$("$PY" manage.py shell -v0 -c 'from django_q.models import OrmQ; from integrations.models import WebhookEvent as E; print(E.objects.filter(status="received").count() + OrmQ.objects.count())' | tail -n 1)"
-    [ "$left" = 0 ] && break
-    if ! kill -0 "$CLUSTER_PID" 2>/dev/null; then echo "qcluster died"; tail -20 "$WORK/qcluster-$db.log"; exit 1; fi
-  done
+  # done when no event is left received and no task is left queued (the tasks of events
+  # that an earlier batch processed still pass through the worker); samples the CPU of the
+  # cluster's processes and of the database's PostgreSQL backends on the way
+  if ! usage="$("$PY" bench/_drain_watch.py "$DATABASE_URL" "$CLUSTER_PID")"; then
+    echo "qcluster died"; tail -20 "$WORK/qcluster-$db.log"; exit 1
+  fi
   end="$(date +%s.%N)"
   kill "$CLUSTER_PID"; wait "$CLUSTER_PID" 2>/dev/null || true; CLUSTER_PID=""
   local after
   after="$(count)"
   echo "after drain: $after"
-  "$PY" - "$after" "$start" "$end" <<'PYEOF'
+  echo "cpu: $usage"
+  "$PY" - "$after" "$start" "$end" "$usage" <<'PYEOF'
 import json, sys
-c = json.loads(sys.argv[1]); wall = float(sys.argv[3]) - float(sys.argv[2])
+c = json.loads(sys.argv[1]); wall = float(sys.argv[3]) - float(sys.argv[2]); u = json.loads(sys.argv[4])
 n = c["processed"]
 exact = (c["received"] == 0 and c["failed"] == 0 and c["processed"] == c["events"]
          and c["processed_more_than_once"] == 0
@@ -139,7 +158,11 @@ exact = (c["received"] == 0 and c["failed"] == 0 and c["processed"] == c["events
 span = c["drain_span_s"] or float("nan")
 print(f"drain: {n} deliveries; {n / span:.0f}/s between first and last processed "
       f"({span:.1f} s); {n / wall:.0f}/s wall clock until the inbox and the task queue are empty, "
-      f"incl. cluster start-up and 1 s polling ({wall:.1f} s)")
+      f"incl. cluster start-up and 0.5 s polling ({wall:.1f} s)")
+print(f"cluster CPU (user+system, every cluster process): {u['cluster_cpu_s']:.1f} s = "
+      f"{n / u['cluster_cpu_s']:.0f} deliveries per cluster CPU-second"
+      + (f"; PostgreSQL backends: {u['pg_backend_cpu_s']:.1f} s" if u["pg_backend_cpu_s"] is not None else "")
+      + f"; load average at the end {u['loadavg'][0]:.2f}")
 print(f"exactly once: {'yes' if exact else 'NO'}")
 PYEOF
 }

@@ -39,6 +39,10 @@ class WebhookEvent(models.Model):
     processed_at = models.DateTimeField(null=True, blank=True)  # when the last attempt ended
     resource_key = models.CharField(max_length=200, blank=True)  # e.g. "invoice:inv_1042"
     resource_version = models.BigIntegerField(null=True, blank=True)  # provider's, larger newer
+    # The ORM broker's queue row (django_q_ormq.id) of the task enqueued with the event
+    # (PostgreSQL; null elsewhere): a batch that applies this event under another event's
+    # task deletes this row in the same transaction, so the task never runs for nothing.
+    task_row = models.BigIntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         constraints = [

@@ -16,6 +16,9 @@ the webhook acknowledgement's path).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from time import sleep
 from typing import Any
 
@@ -25,7 +28,9 @@ from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
-_ENQUEUE_SQL: dict[str, str] = {}
+_ENQUEUE_SQL: dict[tuple[str, bool], str] = {}
+# The id the next enqueue in this context gives its queue row (see `queue_row_id`).
+_next_row_id: ContextVar[list[int] | None] = ContextVar("paypilot_queue_next_row_id", default=None)
 # PostgreSQL: this transaction's COMMIT returns before its WAL is flushed (never the
 # enqueue, which commits with the caller's own transaction).
 ASYNC_COMMIT_SQL = "SELECT set_config('synchronous_commit', 'off', true)"
@@ -39,20 +44,55 @@ DEQUEUE_SETTINGS_SQL = ("SELECT set_config('enable_sort', 'off', true), "
                         "set_config('synchronous_commit', 'off', true)")
 
 
+@contextmanager
+def queue_row_id(row_id: int | None) -> Iterator[None]:
+    """The next `OrmBroker.enqueue` in this block gives its queue row this id, taken
+    beforehand from the queue's own id sequence (so no other row can have it): the caller
+    stored it with the work the task is for, and can delete the row once that work is done
+    by other means (`queue_rows_delete`). None: the usual id."""
+    token = _next_row_id.set([row_id] if row_id is not None else None)
+    try:
+        yield
+    finally:
+        _next_row_id.reset(token)
+
+
+def queue_rows_delete(row_ids: Sequence[int]) -> int:
+    """Delete these queue rows, in the caller's transaction: their tasks' work was done in
+    that same transaction, so they need not run (a row already handed to a worker runs
+    anyway, and its acknowledgement then deletes nothing). Returns how many were deleted."""
+    if not row_ids:
+        return 0
+    connection = connections[Conf.ORM]
+    table = connection.ops.quote_name(OrmQ._meta.db_table)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"DELETE FROM {table} WHERE id = ANY(%s)", [list(row_ids)])
+        else:
+            cursor.execute(f"DELETE FROM {table} WHERE id IN ({', '.join(['%s'] * len(row_ids))})", list(row_ids))
+        return int(cursor.rowcount)
+
+
 class OrmBroker(ORM):
     def enqueue(self, task: str) -> int:
-        """Insert the signed task package due now; returns the queue row's id."""
+        """Insert the signed task package due now; returns the queue row's id (the one set
+        by `queue_row_id`, if any)."""
         self.get_connection()  # the stock broker's stale-connection check outside a transaction
         connection = connections[Conf.ORM]
-        if connection.vendor not in _ENQUEUE_SQL:
+        holder = _next_row_id.get()
+        row_id = holder.pop() if holder else None  # used once
+        key = (connection.vendor, row_id is not None)
+        if key not in _ENQUEUE_SQL:
             qn = connection.ops.quote_name
-            _ENQUEUE_SQL[connection.vendor] = (
-                f"INSERT INTO {qn(OrmQ._meta.db_table)} ({qn('key')}, {qn('payload')}, {qn('lock')}) "
-                f"VALUES (%s, %s, %s) RETURNING {qn('id')}"
+            columns = [qn("key"), qn("payload"), qn("lock")] + ([qn("id")] if row_id is not None else [])
+            _ENQUEUE_SQL[key] = (
+                f"INSERT INTO {qn(OrmQ._meta.db_table)} ({', '.join(columns)}) "
+                f"VALUES ({', '.join(['%s'] * len(columns))}) RETURNING {qn('id')}"
             )
         lock = connection.ops.adapt_datetimefield_value(timezone.now())
+        params = [self.list_key or Conf.CLUSTER_NAME, task, lock] + ([row_id] if row_id is not None else [])
         with connection.cursor() as cursor:
-            cursor.execute(_ENQUEUE_SQL[connection.vendor], [self.list_key or Conf.CLUSTER_NAME, task, lock])
+            cursor.execute(_ENQUEUE_SQL[key], params)
             return int(cursor.fetchone()[0])
 
     def dequeue(self) -> list[tuple[Any, Any]] | None:

@@ -136,7 +136,11 @@ Q_CLUSTER: dict[str, object] = {
     "save_limit": env.int("PAYPILOT_Q_SAVE_LIMIT", default=1000),
     "catch_up": False,
     "label": "Tasks",
-    "bulk": env.int("PAYPILOT_Q_BULK", default=50),  # tasks per broker read
+    # Tasks per broker read. 1: a webhook batch deletes the queue rows of the events it
+    # applied (integrations.services.processing), which only saves work for rows not yet
+    # read; a read of 50 took those tasks out before the batch could delete them
+    # (docs/benchmarks.md, the drain: 168 -> 281 deliveries per cluster CPU-second).
+    "bulk": env.int("PAYPILOT_Q_BULK", default=1),
     # Tasks before a worker process is replaced. django-q2's default, 500, replaced a worker
     # every ten webhook batches, each new one loading the rules, templates and a connection
     # again: the PostgreSQL drain ran at 352/s with 500 and 483/s with 5,000 (benchmarks.md).

@@ -31,6 +31,7 @@ from integrations.services.credentials import credential_read
 from integrations.services.inbox_sql import event_insert, queue_broker
 from integrations.services.processing import ProcessingFailed
 from paypilot.models import Tenant
+from paypilot.queue import queue_row_id
 from paypilot.ratelimit import client_key, counter_hit
 from paypilot.refusals import refusal_audit_detail
 from paypilot.services import audit_record
@@ -215,7 +216,7 @@ def _store(module: ModuleType, tenant: Tenant, *, body: bytes, headers: Mapping[
     with transaction.atomic(savepoint=False):
         event_id = event_insert(event=event)
         if event_id is not None:
-            enqueue_processing(event_id)
+            enqueue_processing(event_id, task_row=event.task_row)
     if event_id is not None:
         return Receipt(200, {"received": True, "duplicate": False, "event": event_id})
     stored = (
@@ -247,13 +248,15 @@ def _reject(tenant: Tenant, provider: str, reason: str, *, status: int = 400, no
     return receipt
 
 
-def enqueue_processing(event_id: int) -> None:
+def enqueue_processing(event_id: int, *, task_row: int | None = None) -> None:
     """Queue `process_event` for the event. ORM broker: in the caller's transaction (a
-    transactional outbox). Redis broker: after commit; the sweeper covers a lost enqueue."""
+    transactional outbox), in queue row `task_row` when the event insert took one
+    (`event_insert`). Redis broker: after commit; the sweeper covers a lost enqueue."""
     if settings.REDIS_URL:
         transaction.on_commit(lambda: _enqueue(event_id))
     else:
-        _enqueue(event_id)
+        with queue_row_id(task_row):
+            _enqueue(event_id)
 
 
 def _enqueue(event_id: int) -> None:

@@ -14,47 +14,59 @@ from typing import Any
 from django.db import connections, models
 from django_q.brokers import Broker, get_broker
 from django_q.brokers.orm import ORM
+from django_q.conf import Conf
+from django_q.models import OrmQ
 
 from integrations.models import WebhookEvent
+from paypilot.queue import OrmBroker
 from paypilot.tenancy import TENANT_SETTING, TenantContextError
 
 EVENT_UNIQUE_KEY = "integrations_webhook_unique_key"
 
-_statements: dict[tuple[str, str, bool], tuple[str, list[models.Field[Any, Any]]]] = {}
+_statements: dict[tuple[str, str, bool, str], tuple[str, list[models.Field[Any, Any]]]] = {}
 
 
-def _insert_statement(model: type[models.Model], alias: str, *, conflict: str, bind_tenant: bool) -> tuple[
-    str, list[models.Field[Any, Any]]
-]:
+def _insert_statement(model: type[models.Model], alias: str, *, conflict: str, bind_tenant: bool,
+                      sequence_column: tuple[str, str] | None = None) -> tuple[str, list[models.Field[Any, Any]]]:
     """`INSERT ... RETURNING pk` for every concrete column but the pk; with `conflict` (a
     unique constraint's name), a row that would break it is skipped and nothing returned;
     with `bind_tenant`, the tenant_id value goes through set_config, so the statement also
-    binds the row's tenant for the rest of the transaction (paypilot.tenancy)."""
+    binds the row's tenant for the rest of the transaction (paypilot.tenancy); with
+    `sequence_column` (attname, sequence), that column takes the sequence's next value and
+    is returned after the pk (PostgreSQL)."""
     connection = connections[alias]
-    key = (model._meta.label, connection.vendor, bind_tenant)
+    key = (model._meta.label, connection.vendor, bind_tenant, sequence_column[0] if sequence_column else "")
     if key not in _statements:
         qn = connection.ops.quote_name
         meta = model._meta
         fields = [field for field in meta.concrete_fields if not field.primary_key]
+        if sequence_column:
+            fields = [field for field in fields if field.attname != sequence_column[0]]
         values = [
             f"set_config('{TENANT_SETTING}', %s, true)::bigint" if bind_tenant and field.attname == "tenant_id"
             else "%s"
             for field in fields
         ]
-        sql = (
-            f"INSERT INTO {qn(meta.db_table)} ({', '.join(qn(str(field.column)) for field in fields)}) "
-            f"VALUES ({', '.join(values)})"
-        )
+        columns = [qn(str(field.column)) for field in fields]
+        returning = qn(str(meta.pk.column))  # type: ignore[union-attr]
+        if sequence_column:
+            column = qn(str(meta.get_field(sequence_column[0]).column))  # type: ignore[union-attr]
+            columns.append(column)
+            values.append(f"nextval('{sequence_column[1]}'::regclass)")
+            returning += f", {column}"
+        sql = f"INSERT INTO {qn(meta.db_table)} ({', '.join(columns)}) VALUES ({', '.join(values)})"
         if conflict:
             [unique] = [c for c in meta.constraints if isinstance(c, models.UniqueConstraint) and c.name == conflict]
-            columns = ", ".join(qn(str(field.column)) for field in fields if field.name in unique.fields)
-            sql += f" ON CONFLICT ({columns}) DO NOTHING"
-        _statements[key] = (f"{sql} RETURNING {qn(str(meta.pk.column))}", fields)  # type: ignore[union-attr]
+            keys = ", ".join(qn(str(field.column)) for field in fields if field.name in unique.fields)
+            sql += f" ON CONFLICT ({keys}) DO NOTHING"
+        _statements[key] = (f"{sql} RETURNING {returning}", fields)
     return _statements[key]
 
 
-def _insert(instance: models.Model, alias: str, *, conflict: str = "", bind_tenant: bool = False) -> int | None:
-    sql, fields = _insert_statement(type(instance), alias, conflict=conflict, bind_tenant=bind_tenant)
+def _insert(instance: models.Model, alias: str, *, conflict: str = "", bind_tenant: bool = False,
+            sequence_column: tuple[str, str] | None = None) -> int | None:
+    sql, fields = _insert_statement(type(instance), alias, conflict=conflict, bind_tenant=bind_tenant,
+                                    sequence_column=sequence_column)
     connection = connections[alias]
     params = []
     for field in fields:
@@ -63,7 +75,23 @@ def _insert(instance: models.Model, alias: str, *, conflict: str = "", bind_tena
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-    return int(row[0]) if row is not None else None
+    if row is None:
+        return None
+    if sequence_column:
+        setattr(instance, sequence_column[0], row[1])
+    return int(row[0])
+
+
+_queue_sequence: dict[str, str] = {}
+
+
+def _queue_row_sequence(alias: str) -> str:
+    """The sequence behind the ORM broker's queue ids (PostgreSQL), looked up once."""
+    if alias not in _queue_sequence:
+        with connections[alias].cursor() as cursor:
+            cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [OrmQ._meta.db_table])
+            _queue_sequence[alias] = cursor.fetchone()[0]
+    return _queue_sequence[alias]
 
 
 def event_insert(*, event: WebhookEvent) -> int | None:
@@ -73,12 +101,18 @@ def event_insert(*, event: WebhookEvent) -> int | None:
 
     On PostgreSQL the same statement binds the event's tenant for the rest of the
     transaction (row-level security): set_config runs while the row is built, before the
-    policy checks it, so the request needs no separate round trip to bind it."""
+    policy checks it, so the request needs no separate round trip to bind it. With the ORM
+    broker there, it also takes the id of the event's queue row from the queue's own sequence
+    (`event.task_row`, which `enqueue_processing` then uses), so a batch that applies the
+    event under another event's task can delete that row (integrations.services.processing)."""
     connection = connections["default"]
     bind = connection.vendor == "postgresql"
     if bind and not connection.in_atomic_block:
         raise TenantContextError("event_insert() binds the tenant for a transaction; open one")
-    pk = _insert(event, "default", conflict=EVENT_UNIQUE_KEY, bind_tenant=bind)
+    sequence = None
+    if bind and isinstance(queue_broker(), OrmBroker) and queue_broker_alias() == "default":
+        sequence = ("task_row", _queue_row_sequence("default"))
+    pk = _insert(event, "default", conflict=EVENT_UNIQUE_KEY, bind_tenant=bind, sequence_column=sequence)
     if pk is not None:
         event.pk = pk
         event._state.adding = False
@@ -99,3 +133,8 @@ def queue_broker() -> Broker | None:
             if _broker is None:
                 _broker = get_broker()
     return _broker if isinstance(_broker, ORM) else None
+
+
+def queue_broker_alias() -> str:
+    """The database alias of the ORM broker's queue table."""
+    return str(Conf.ORM)

@@ -8,8 +8,9 @@ Domain events dispatch through `HANDLERS`, a dict keyed by the event class.
 Batches: the task for one event also takes up to PAYPILOT_WEBHOOK_BATCH - 1 `received`
 events of the same tenant that arrived after it (rows another worker holds are skipped), applies them
 in arrival order in the same transaction and marks them; their own queued tasks then find
-them processed and return. Consecutive failed payments of distinct invoices and customers
-are applied together through `BATCH_HANDLERS` (one INSERT per table instead of one per
+them processed and return (their queue rows are deleted in the batch's transaction, so on
+PostgreSQL with the ORM broker most never reach a worker). Consecutive failed payments of
+distinct invoices and customers are applied together through `BATCH_HANDLERS` (one INSERT per table instead of one per
 row); every other event, and any event carrying a resource version, is applied alone, in
 order, so each sees what the events before it wrote. If anything in a batch raises, the
 whole batch rolls back and its events are applied one by one, so one bad event costs only
@@ -58,6 +59,7 @@ from ledger.services import (
 )
 from paypilot.disputes import DisputeReport, dispute_report
 from paypilot.models import Tenant
+from paypilot.queue import queue_rows_delete
 from paypilot.tenancy import tenant_context, tenant_for_row
 
 logger = logging.getLogger("paypilot.integrations")
@@ -169,6 +171,11 @@ def _process_batch(tenant_id: int, event_id: int, *, taken: list[int]) -> str:
         taken.extend(row.pk for row in events)
         results = _apply_in_order(events)
         processed = [pk for pk, (status, _) in results.items() if status == Status.PROCESSED and pk != event_id]
+        # The other events' own tasks have nothing left to do: delete their queue rows with
+        # this transaction (it marks the events final), so the cluster never hands them out.
+        # A row already handed out runs anyway and returns from the memo below.
+        queue_rows_delete([row.task_row for row in others
+                           if row.task_row is not None and results[row.pk][0] in FINAL_STATUSES])
         transaction.on_commit(lambda: _remember_processed(processed))
         return results[event.pk][0]
 

@@ -144,7 +144,7 @@ def test_event_stored_while_suspended_then_processed_after_deactivation_drafts_n
 ):
     from integrations.services import inbox
 
-    monkeypatch.setattr(inbox, "enqueue_processing", lambda event_id: None)  # the worker is late
+    monkeypatch.setattr(inbox, "enqueue_processing", lambda event_id, **kwargs: None)  # the worker is late
     _suspend(stripe_tenant)
     post_stripe(load_fixture("stripe", "invoice_payment_failed"))
     tenant_set_status(tenant=stripe_tenant, status=Tenant.Status.DEACTIVATED)
