@@ -116,12 +116,17 @@ def _explain_network(code: str, network: str) -> dict[str, Any]:
     }
 
 
-def build_server() -> MCPServer:
+DECISIONS_INSTRUCTIONS = ("Read-only decision tables for bank-rail return codes (ach, sepa, bacs). "
+                          "Every answer names the row that fired and whether the code matched or fell through.")
+
+
+def build_server(*, name: str = SERVER_NAME, instructions: str = "") -> MCPServer:
+    """The three decision tools; `reconciliation.mcp_tools.server` adds the tenant's tools
+    to the same server (under its own name and instructions)."""
     server: MCPServer = MCPServer(
-        SERVER_NAME,
+        name,
         version=server_version(),
-        instructions=("Read-only decision tables for bank-rail return codes (ach, sepa, bacs). "
-                      "Every answer names the row that fired and whether the code matched or fell through."),
+        instructions=" ".join(filter(None, (instructions, DECISIONS_INSTRUCTIONS))),
         log_level="WARNING",
     )
     for fn in (lookup_return_code, list_decisions, explain):
