@@ -262,3 +262,43 @@ class Break(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.amount_minor} {self.currency}"
+
+
+class ContractProposal(models.Model):
+    """Fee terms read from a pricing document, each checked against the document, waiting for
+    a person's yes. Confirming makes a ContractVersion; the proposal itself is never edited
+    except for that one move (pending -> confirmed)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"  # read and checked; nobody has confirmed it yet
+        CONFIRMED = "confirmed"  # a person confirmed it: `contract_version` holds the saved terms
+
+    class Source(models.TextChoices):
+        RULES = "rules"  # the deterministic extractor (no model, or the model's answer was unusable)
+        MODEL = "model"  # the chat model through the guarded LLM seam
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="recon_proposals")
+    filename = models.CharField(max_length=255)
+    sha256 = models.CharField(max_length=64)
+    document_format = models.CharField(max_length=16)  # text, markdown, html, pdf
+    # The document as text (what the extractor and the model read, what quotes are checked
+    # against): confirming re-checks every quote against it, not against a cached verdict.
+    document_text = models.TextField()
+    source = models.CharField(max_length=8, choices=Source.choices)
+    currency = models.CharField(max_length=3, blank=True)  # blank when the document did not say
+    terms = models.JSONField()  # term -> {value, unit, quote, verified, reason, reason_code, ...}
+    confirmable = models.BooleanField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    contract_version = models.ForeignKey(ContractVersion, null=True, blank=True, on_delete=models.PROTECT,
+                                         related_name="+")
+    actor = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+    confirmed_by = models.CharField(max_length=100, blank=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "created_at"])]
+        permissions = [("confirm_contractproposal", "Can confirm a contract proposal into a contract version")]
+
+    def __str__(self) -> str:
+        return f"proposal {self.pk} from {self.filename}"

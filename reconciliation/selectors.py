@@ -1,4 +1,4 @@
-"""Reads: the stored review and its spreadsheet export."""
+"""Reads: the stored review and its spreadsheet export, the contract versions."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import csv
 import io
 import json
 from datetime import date
+from typing import Any
 
 from paypilot.models import Tenant
+from paypilot.money import format_minor
+from paypilot.tenancy import tenant_context
 from reconciliation.engine import REF_KEYS, csv_safe
-from reconciliation.models import Run
+from reconciliation.models import ContractVersion, Run
 
 CSV_COLUMNS = ("section", "kind", "amount_minor", "currency", *REF_KEYS, "contract_version", "explanation",
                "approver")
@@ -47,3 +50,22 @@ def review_csv(*, run: Run) -> str:
     for t in result["todo"]:
         row("todo", t["kind"], t["amount_minor"], t["currency"], t["refs"], "", t["action"], t["approver"])
     return out.getvalue()
+
+
+def contract_versions_list(*, tenant: Tenant) -> list[dict[str, Any]]:
+    """Every contract version of `tenant`, by currency then version: JSON-ready, money in minor
+    units beside the currency and a display string, the quotes each value was read from."""
+    with tenant_context(tenant):
+        versions = list(ContractVersion.objects.filter(tenant=tenant).order_by("currency", "version"))
+    return [{
+        "id": v.pk, "label": v.label, "currency": v.currency, "version": v.version,
+        "effective_from": v.effective_from.isoformat(), "percent": str(v.percent),
+        "fixed_minor": v.fixed_minor, "fixed_display": f"{format_minor(v.fixed_minor, v.currency)} {v.currency}",
+        "chargeback_fee_minor": v.chargeback_fee_minor,
+        "chargeback_fee_display": f"{format_minor(v.chargeback_fee_minor, v.currency)} {v.currency}",
+        "payout_delay_days": v.payout_delay_days,
+        "international_surcharge_percent": (str(v.international_surcharge_percent)
+                                            if v.international_surcharge_percent is not None else None),
+        "rolling_reserve_percent": str(v.rolling_reserve_percent) if v.rolling_reserve_percent is not None else None,
+        "quotes": dict(v.quotes or {}), "actor": v.actor,
+    } for v in versions]
