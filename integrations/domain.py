@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from paypilot.disputes import DisputeReport
+
 
 @dataclass(frozen=True)
 class PaymentFailed:
@@ -101,5 +103,5 @@ class Ignored:
 
 DomainEvent = (
     PaymentFailed | PaymentSucceeded | SubscriptionCancelled | RetriesExhausted | InvoiceVoided
-    | PaymentRefunded | Ignored
+    | PaymentRefunded | DisputeReport | Ignored
 )

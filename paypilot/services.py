@@ -52,6 +52,7 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         # reconciliation: files, runs, breaks, digests
         "recon_file", "recon_run", "recon_break", "sha256", "input_digest", "as_of", "version",
         "recon_proposal", "effective_from",  # contract proposals: which one, and from when it applies
+        "recon_dispute",  # a dispute row stored from a provider webhook (issue 14)
         # tenant rule versions (issue 15)
         "previous_version",
         "holdout_from", "holdout_to",  # a tenant's holdout {pct, start} before and after a change

@@ -18,6 +18,10 @@ class ReconciliationConfig(AppConfig):
     verbose_name = "Reconciliation"
 
     def ready(self) -> None:
+        from paypilot.disputes import register_dispute_sink
         from paypilot.signals import demo_setup_done
+        from reconciliation.services.dispute_feed import dispute_record_live
 
         demo_setup_done.connect(_demo_sample, dispatch_uid="reconciliation.sample")
+        # Stripe's charge.dispute.* webhooks (integrations) land in the dispute table here.
+        register_dispute_sink(dispute_record_live)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Now
 
 from paypilot.models import Tenant
 
@@ -157,9 +158,20 @@ class BankRow(models.Model):
 
 
 class DisputeRow(models.Model):
+    """A dispute as a file listed it, or as Stripe's `charge.dispute.*` webhooks report it.
+
+    File rows are never changed after import (one per file line). A live row (`file` empty)
+    is one per tenant and dispute id, updated in place by each newer event. Readers take,
+    per dispute id, the row PayPilot learned last (`known_at`): a file's import time, or the
+    time of the last event applied to the live row."""
+
+    class Source(models.TextChoices):
+        FILE = "file"  # a line of an imported disputes file
+        STRIPE_WEBHOOK = "stripe_webhook"  # kept current by Stripe's charge.dispute.* events
+
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE)
-    line = models.IntegerField()
+    file = models.ForeignKey(ImportFile, null=True, blank=True, on_delete=models.CASCADE)
+    line = models.IntegerField()  # 0 on a live row
     dispute_id = models.CharField(max_length=128)
     charge_id = models.CharField(max_length=128, blank=True)
     amount_minor = models.BigIntegerField()
@@ -168,9 +180,21 @@ class DisputeRow(models.Model):
     status = models.CharField(max_length=64, blank=True)
     evidence_due_by = models.DateField(null=True, blank=True)
     created_at = models.DateTimeField()
+    # Database defaults: the imports' set-based INSERT names only the columns above.
+    source = models.CharField(max_length=16, choices=Source.choices, db_default=Source.FILE)
+    known_at = models.DateTimeField(db_default=Now())  # when PayPilot learned this state
+    last_event_id = models.CharField(max_length=200, blank=True, db_default="")  # live rows: the event applied
+    # Live rows: facts from the dispute object (payment intent, network reason code,
+    # evidence due time, has_evidence, past_due, submission_count, is_charge_refundable,
+    # funds withdrawn or reinstated in minor units, the last event type).
+    details = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "dispute_id"])]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "dispute_id"], condition=models.Q(file__isnull=True),
+                                    name="recon_live_dispute_once"),
+        ]
 
     def __str__(self) -> str:
         return f"dispute {self.dispute_id}"

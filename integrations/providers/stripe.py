@@ -28,6 +28,7 @@ import csv
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
@@ -45,6 +46,7 @@ from integrations.domain import (
     RetriesExhausted,
     SubscriptionCancelled,
 )
+from paypilot.disputes import DisputeReport
 from integrations.providers import (
     Credentials,
     Envelope,
@@ -304,6 +306,51 @@ def _credit_note_created(note: dict[str, Any], event: _EventInfo) -> DomainEvent
     )
 
 
+def _dispute(dispute: dict[str, Any], event: _EventInfo, *, event_type: str) -> DomainEvent:
+    """Any `charge.dispute.*` event: the dispute object as it stands after the change
+    (docs.stripe.com/api/disputes/object): amount in minor units, currency lower case,
+    `evidence_details.due_by` a Unix time, `balance_transactions` the funds withdrawn and
+    reinstated. Only facts are kept; evidence texts and files are never read."""
+    opened = _timestamp(dispute.get("created"))
+    if opened is None:
+        raise PayloadInvalid("created_invalid")
+    details = dispute.get("evidence_details")
+    details = details if isinstance(details, dict) else {}
+    due_at = _timestamp(details.get("due_by"))
+    method = dispute.get("payment_method_details")
+    card = method.get("card") if isinstance(method, dict) else None
+    card = card if isinstance(card, dict) else {}
+    moves = [bt for bt in dispute.get("balance_transactions") or [] if isinstance(bt, dict)]
+    facts: dict[str, Any] = {
+        "payment_intent": _id_of(dispute.get("payment_intent")),
+        "is_charge_refundable": bool(dispute.get("is_charge_refundable")),
+        "has_evidence": bool(details.get("has_evidence")),
+        "past_due": bool(details.get("past_due")),
+        "submission_count": _int_or_none(details.get("submission_count")) or 0,
+        "due_by": due_at.isoformat() if due_at else None,
+        "network_reason_code": _short(card.get("network_reason_code"), 16),
+        "card_brand": _short(card.get("brand"), 32),
+        "payment_method_type": _short(method.get("type") if isinstance(method, dict) else "", 32),
+        "funds_withdrawn_minor": -sum(_int_or_none(bt.get("amount")) or 0 for bt in moves
+                                      if (_int_or_none(bt.get("amount")) or 0) < 0),
+        "funds_reinstated_minor": sum(_int_or_none(bt.get("amount")) or 0 for bt in moves
+                                      if (_int_or_none(bt.get("amount")) or 0) > 0),
+        "dispute_fee_minor": sum(_int_or_none(bt.get("fee")) or 0 for bt in moves),
+    }
+    return DisputeReport(
+        dispute_id=str(dispute["id"])[:128], charge_id=_id_of(dispute.get("charge"))[:128],
+        amount_minor=_amount(dispute, "amount"), currency=_currency(dispute),
+        reason=_short(dispute.get("reason"), 64).lower(), status=_short(dispute.get("status"), 64).lower(),
+        evidence_due_by=due_at.date() if due_at else None, created_at=opened,
+        event_type=event_type, occurred_at=event.at or opened, details=facts,
+    )
+
+
+# Every dispute event carries the whole dispute object; one translation serves them all.
+DISPUTE_EVENT_TYPES = ("charge.dispute.created", "charge.dispute.updated", "charge.dispute.closed",
+                       "charge.dispute.funds_withdrawn", "charge.dispute.funds_reinstated")
+
+
 _HANDLERS: dict[str, Callable[[dict[str, Any], _EventInfo], DomainEvent]] = {
     "invoice.payment_failed": _payment_failed,
     "invoice.paid": _payment_succeeded,
@@ -313,6 +360,7 @@ _HANDLERS: dict[str, Callable[[dict[str, Any], _EventInfo], DomainEvent]] = {
     "invoice.voided": _voided,
     "charge.refunded": _charge_refunded,
     "credit_note.created": _credit_note_created,
+    **{name: partial(_dispute, event_type=name) for name in DISPUTE_EVENT_TYPES},
 }
 HANDLED_TYPES = frozenset(_HANDLERS)
 

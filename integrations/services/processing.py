@@ -56,6 +56,7 @@ from ledger.services import (
     invoice_record_refund,
     invoice_record_void,
 )
+from paypilot.disputes import DisputeReport, dispute_report
 from paypilot.models import Tenant
 from paypilot.tenancy import tenant_context, tenant_for_row
 
@@ -80,6 +81,7 @@ OUTCOME_TENANT_INACTIVE = "recorded_tenant_inactive"
 OUTCOME_DRAFTED_ON_RESUME = "draft_opened_on_resume"
 # Recorded while suspended, and the invoice closed (paid, churned...) before the resume.
 OUTCOME_CLOSED_BEFORE_RESUME = "noop_closed_before_resume"
+OUTCOME_NO_DISPUTE_SINK = "no_dispute_store"  # a dispute event, and no app stores disputes
 
 
 class ProcessingFailed(Exception):
@@ -414,6 +416,15 @@ def _on_payment_refunded(event: WebhookEvent, refunded: PaymentRefunded) -> Resu
     return Status.PROCESSED, result.outcome
 
 
+def _on_dispute(event: WebhookEvent, report: DisputeReport) -> Result:
+    """Stored by the app that registered a dispute sink (reconciliation), in this
+    transaction; ignored when none did."""
+    outcome = dispute_report(tenant=event.tenant, report=report, event_ref=_ref(event))
+    if outcome is None:
+        return Status.IGNORED, OUTCOME_NO_DISPUTE_SINK
+    return Status.PROCESSED, outcome
+
+
 def _on_ignored(event: WebhookEvent, ignored: Ignored) -> Result:
     return Status.IGNORED, ignored.reason
 
@@ -425,6 +436,7 @@ HANDLERS: dict[type[DomainEvent], Callable[[WebhookEvent, Any], Result]] = {  # 
     RetriesExhausted: _on_retries_exhausted,
     InvoiceVoided: _on_invoice_voided,
     PaymentRefunded: _on_payment_refunded,
+    DisputeReport: _on_dispute,
     Ignored: _on_ignored,
 }
 

@@ -26,13 +26,13 @@ from paypilot.tenancy import tenant_context
 from reconciliation import engine
 from reconciliation.engine import BreakItem, Capture, money, refs_make
 from reconciliation.formats import EPOCH, day_number
-from reconciliation.models import Break, ContractVersion, ImportFile, Run
+from reconciliation.models import Break, ContractVersion, DisputeRow, ImportFile, Run
 
 # Order statuses that expect no capture: such orders are left out of leg 1.
 ORDER_STATUSES_WITHOUT_CAPTURE = ("cancelled", "canceled", "voided", "void", "failed", "pending")
 # Dispute statuses with nothing left to decide (evidence sent, or closed).
 DISPUTE_CLOSED = ("won", "lost", "closed", "warning_closed", "under_review", "warning_under_review",
-                  "charge_refunded", "accepted", "expired")
+                  "charge_refunded", "accepted", "expired", "prevented")
 # Reference words: ids with hyphens whole (ADY-BATCH-000123) and their parts.
 TOKEN = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*")
 MIN_TOKEN = 6
@@ -81,6 +81,11 @@ def input_digest(*, tenant: Tenant, as_of: date) -> str:
     )
     payload = {"engine": engine.ENGINE_VERSION, "as_of": as_of.isoformat(), "files": files,
                "contracts": contracts, "window": settings.PAYPILOT_RECON_DATE_WINDOW_DAYS}
+    # Disputes kept current by webhooks (not files): each one's last applied event.
+    live = sorted(DisputeRow.objects.filter(tenant=tenant, file__isnull=True).values_list("dispute_id",
+                                                                                         "last_event_id"))
+    if live:  # absent otherwise, so tenants without live disputes keep their digests
+        payload["live_disputes"] = live
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -389,7 +394,7 @@ def _disputes(tenant_id: int, as_of_day: int, breaks: list[BreakItem]) -> list[d
     charge or, failing that, on the same order."""
     rows = _q(f"""
         SELECT d.dispute_id, d.charge_id, d.amount_minor, d.currency, d.evidence_due_by, c.order_id
-        FROM (SELECT x.*, ROW_NUMBER() OVER (PARTITION BY x.dispute_id ORDER BY x.id DESC) AS rn
+        FROM (SELECT x.*, ROW_NUMBER() OVER (PARTITION BY x.dispute_id ORDER BY x.known_at DESC, x.id DESC) AS rn
               FROM reconciliation_disputerow x WHERE x.tenant_id = %(t)s) d
         LEFT JOIN rt_cap c ON c.charge_key = d.charge_id
         WHERE d.rn = 1 AND d.evidence_due_by IS NOT NULL AND d.status NOT IN {_in(DISPUTE_CLOSED)}
