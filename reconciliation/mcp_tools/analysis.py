@@ -21,7 +21,7 @@ from .schemas import (
     ServiceOut,
     money,
 )
-from .scope import REASON_INVALID, REASON_NOT_AVAILABLE, REASON_NOT_FOUND, Caller, ToolRefused, guarded
+from .scope import REASON_INVALID, REASON_NOT_AVAILABLE, REASON_NOT_FOUND, REASON_REFUSED, Caller, ToolRefused, guarded
 
 AsOf = Annotated[str | None, Field(description="review date YYYY-MM-DD; default: the newest stored review's "
                                                "date, else today", json_schema_extra={"maxLength": 10})]
@@ -29,12 +29,30 @@ ROW_LIMIT = 20  # imported rows shown per ref kind in explain_break
 
 
 def service(module: str, name: str) -> Any:
-    """A service another part of the app provides; a clear refusal while it is absent."""
+    """A service another part of the app provides, its refusals as tool errors, and a
+    clear refusal while it is absent from this version."""
     try:
-        return getattr(importlib.import_module(f"reconciliation.services.{module}"), name)
+        package = "reconciliation" if module == "selectors" else "reconciliation.services"
+        fn = getattr(importlib.import_module(f"{package}.{module}"), name)
     except (ImportError, AttributeError):
-        raise ToolRefused(REASON_NOT_AVAILABLE, f"reconciliation.services.{module}.{name} is not installed in "
-                          "this version of PayPilot") from None
+        fn = None
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if fn is None:
+            raise ToolRefused(REASON_NOT_AVAILABLE, f"{module}.{name} is not installed in this version of PayPilot")
+        try:
+            return fn(*args, **kwargs)
+        except NotImplementedError:
+            raise ToolRefused(REASON_NOT_AVAILABLE, f"{module}.{name} is not implemented in this version of "
+                              "PayPilot") from None
+        except Exception as exc:
+            reason = getattr(exc, "reason", None)
+            if isinstance(reason, str):  # ReconLookupError, ContractRefused: a reason code and a sentence
+                code = REASON_NOT_FOUND if reason.endswith("_not_found") else REASON_REFUSED
+                raise ToolRefused(code, str(getattr(exc, "detail", None) or exc), reason=reason) from None
+            raise
+
+    return call
 
 
 def _reconcile(who: Caller, as_of: str | None, limit: int) -> dict[str, Any]:
@@ -53,6 +71,13 @@ def _reconcile(who: Caller, as_of: str | None, limit: int) -> dict[str, Any]:
         "todo": [rv.todo_out(t) for t in result["todo"]],
         "executes_anything": False,
     }
+    triage = service("disputes", "dispute_triage")
+    for due in out["disputes_due"]:
+        try:
+            due["triage"] = triage(tenant=who.tenant, dispute_id=due["dispute_id"], as_of=day)
+        except ToolRefused as refused:
+            if refused.code != REASON_NOT_AVAILABLE:
+                raise
     return out
 
 
@@ -130,12 +155,12 @@ def _explain_break(who: Caller, break_id: int | None, as_of: str | None, positio
     if stored is not None and stored.status == Break.Status.RESOLVED:
         out["resolution"] = {"note": stored.resolution_note, "by": stored.resolved_by,
                              "at": stored.resolved_at.isoformat() if stored.resolved_at else None}
-    try:
-        explain = service("disputes", "break_explain")
-    except ToolRefused:
-        explain = None
-    if explain is not None and stored is not None:
-        out["detail"] = explain(tenant=t, break_id=stored.pk)
+    if stored is not None:
+        try:
+            out["detail"] = service("review", "break_explain")(tenant=t, break_id=stored.pk)
+        except ToolRefused as refused:
+            if refused.code != REASON_NOT_AVAILABLE:
+                raise
     return out
 
 
@@ -153,12 +178,10 @@ async def explain_break(
 def _list_disputes(who: Caller, as_of: str | None, status: str | None) -> dict[str, Any]:
     day = rv.as_of_parse(tenant=who.tenant, value=as_of)
     try:
-        listed = service("disputes", "dispute_list")
-    except ToolRefused:
-        listed = None
-    if listed is not None:
-        disputes = listed(tenant=who.tenant, as_of=day, status=status)
-    else:
+        disputes = service("disputes", "dispute_list")(tenant=who.tenant, as_of=day, status=status)
+    except ToolRefused as refused:
+        if refused.code != REASON_NOT_AVAILABLE:
+            raise
         disputes = _disputes_from_rows(who, day, status)
     for d in disputes:
         if "amount" not in d and "amount_minor" in d:

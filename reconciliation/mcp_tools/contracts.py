@@ -50,10 +50,6 @@ class NotAsked(SaveConsent):
     """The client cannot be asked: the `confirm` argument has to carry the yes."""
 
 
-def _refused(exc: Exception) -> ToolRefused:
-    return ToolRefused(REASON_REFUSED, str(exc), reason=getattr(exc, "reason", "refused"))
-
-
 def _proposal(who: Caller, proposal_id: int) -> dict[str, Any]:
     from reconciliation.models import ContractProposal  # type: ignore[attr-defined]
 
@@ -85,10 +81,7 @@ def _propose(who: Caller, filename: str, content: str | None, content_base64: st
     data = file_bytes(who, content=content, content_base64=content_base64, path=path)
     create = service("proposals", "contract_proposal_create")
     as_dict = service("proposals", "proposal_as_dict")
-    try:
-        proposal = create(tenant=who.tenant, document=data, filename=filename, actor=who.actor)
-    except ValueError as exc:  # ContractRefused and the document readers' refusals
-        raise _refused(exc) from exc
+    proposal = create(tenant=who.tenant, document=data, filename=filename, actor=who.actor)
     out = as_dict(proposal)
     return {"tenant": who.tenant.slug, "saved": True, "audit_actor": who.actor, "proposal": out,
             "next_step": {"action": "show the person every value with its quote and any failed check; only a "
@@ -169,14 +162,12 @@ def _save(who: Caller, proposal_id: int, effective_from: str, confirm: dict[str,
         how = CONSENT_ECHO
     else:  # declined or cancelled in the client's dialog
         raise ToolRefused(REASON_NOT_CONFIRMED, "the person declined; nothing was saved")
-    confirm_service = service("proposals", "contract_proposal_confirm")
-    try:
-        version = confirm_service(tenant=who.tenant, proposal_id=proposal_id, effective_from=day, actor=who.actor)
-    except ValueError as exc:
-        raise _refused(exc) from exc
+    version = service("proposals", "contract_proposal_confirm")(tenant=who.tenant, proposal_id=proposal_id,
+                                                                effective_from=day, actor=who.actor)
     audit_record(event="reconciliation.mcp.contract_saved", tenant=who.tenant, actor=who.actor,
-                 detail={"proposal": proposal_id, "contract_version": version.pk, "consent": how,
-                         "token_prefix": who.token_prefix, "transport": who.transport})
+                 detail={"recon_proposal": proposal_id, "version": version.version, "currency": version.currency,
+                         "effective_from": day.isoformat(), "action": how, "token_prefix": who.token_prefix,
+                         "source": f"mcp_{who.transport}"})
     return {"tenant": who.tenant.slug, "saved": True, "audit_actor": who.actor, "consent": how,
             "proposal_id": proposal_id, "contract_version": {"id": version.pk, "label": version.label}}
 

@@ -17,6 +17,7 @@ from reconciliation.layouts import layout_suggest
 from reconciliation.models import ContractVersion, ImportFile, Kind, Layout, Run
 from reconciliation.services.imports import REASON_UNKNOWN_LAYOUT, _detect, file_import, layout_save
 
+from .analysis import service
 from .files import file_bytes
 from .schemas import ContractVersionsOut, LoadedOut, PreviewOut, WriteOut, money
 from .scope import REASON_REFUSED, Caller, ToolRefused, guarded
@@ -86,29 +87,12 @@ async def preview_file(kind: KindArg, filename: Filename, content: Content = Non
     return await guarded(_preview_file, kind, filename, content, content_base64, path)  # type: ignore[return-value]
 
 
-def _version_dict(cv: ContractVersion) -> dict[str, Any]:
-    return {
-        "id": cv.pk, "label": cv.label, "currency": cv.currency, "version": cv.version,
-        "effective_from": cv.effective_from.isoformat(), "percent": str(cv.percent),
-        "fixed": money(cv.fixed_minor, cv.currency), "chargeback_fee": money(cv.chargeback_fee_minor, cv.currency),
-        "payout_delay_days": cv.payout_delay_days,
-        "international_surcharge_percent": (str(cv.international_surcharge_percent)
-                                            if cv.international_surcharge_percent is not None else None),
-        "rolling_reserve_percent": (str(cv.rolling_reserve_percent)
-                                    if cv.rolling_reserve_percent is not None else None),
-        "quotes": cv.quotes, "created_at": cv.created_at.isoformat(),
-    }
-
-
 def _list_contract_versions(who: Caller) -> dict[str, Any]:
-    try:
-        from reconciliation.selectors import contract_versions_list  # type: ignore[attr-defined]
-
-        versions = list(contract_versions_list(tenant=who.tenant))
-    except ImportError:
-        versions = list(ContractVersion.objects.filter(tenant=who.tenant).order_by("currency", "version"))
-    return {"tenant": who.tenant.slug,
-            "versions": [_version_dict(v) if isinstance(v, ContractVersion) else v for v in versions]}
+    versions = service("selectors", "contract_versions_list")(tenant=who.tenant)
+    for v in versions:
+        v["fixed"] = money(v["fixed_minor"], v["currency"])
+        v["chargeback_fee"] = money(v["chargeback_fee_minor"], v["currency"])
+    return {"tenant": who.tenant.slug, "versions": versions}
 
 
 async def list_contract_versions() -> Annotated[CallToolResult, ContractVersionsOut]:

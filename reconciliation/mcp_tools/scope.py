@@ -64,14 +64,14 @@ current_caller: ContextVar[Caller | None] = ContextVar("paypilot_mcp_caller", de
 class ToolRefused(Exception):
     """A refusal the tool reports as a structured tool error (`isError: true`)."""
 
-    def __init__(self, reason: str, message: str, **detail: Any) -> None:
+    def __init__(self, code: str, message: str, **detail: Any) -> None:
         super().__init__(message)
-        self.reason = reason
+        self.code = code  # one of the REASON_* above; a service's own code rides in detail["reason"]
         self.message = message
         self.detail = detail
 
     def result(self) -> CallToolResult:
-        body = {"error": self.reason, "detail": self.message, **self.detail}
+        body = {"error": self.code, "detail": self.message, **self.detail}
         return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], structured_content=body,
                               is_error=True)
 
