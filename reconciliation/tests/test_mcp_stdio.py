@@ -27,9 +27,8 @@ LOAD_SAMPLE = ("import django; django.setup(); from reconciliation.services.samp
 
 
 @pytest.fixture
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def database_url(committed_db: None, tmp_path: Path) -> str:
     if connection.vendor == "postgresql":
-        request.getfixturevalue("committed_db")
         from paypilot.services import tenant_create
         from reconciliation.services.sample import sample_load
 
