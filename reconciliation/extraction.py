@@ -79,6 +79,7 @@ _DELAY = re.compile(
     r"|(?<![\d.,])(\d{1,2}|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) +
     r")[\s-]+(?:(business|working|bank|calendar)[\s-]+)?days?\b"
 )
+_SURCHARGE = re.compile(r"(?i)surcharge|additional|extra|\badd(?:ed|s)?\b|on top|plus|zuschlag|suppl[ée]ment")
 _NEXT_DAY = re.compile(r"(?i)\bnext[\s-](business[\s-]|working[\s-])?day\b|\bsame[\s-]day\b")
 
 
@@ -92,14 +93,16 @@ class _Amount:
 def _segments(text: str) -> list[tuple[str, str]]:
     """(clause, heading in force) pairs: lines, long lines split into sentences. A heading
     (a Markdown `#` line, or a short line without digits) gives a clause its topic when the
-    clause itself names none ("| Fee | $15.00 |" under "## Disputes")."""
+    clause itself names none ("| Fee | $15.00 |" under "## Disputes"). A line with a value
+    in it ("Payouts: two business days") is a clause, never a heading."""
     out: list[tuple[str, str]] = []
     heading = ""
     for raw in text.split("\n"):
         line = " ".join(raw.split())
         if not line or re.fullmatch(r"[|:\-\s+=_*#]+", line):
             continue
-        if line.startswith("#") or (len(line) <= 60 and not re.search(r"\d", line)):
+        if line.startswith("#") or (len(line) <= 80 and not re.search(r"\d", line) and not _DELAY.search(line)
+                                    and not _NEXT_DAY.search(line)):
             heading = line.lstrip("#").strip()
             continue
         parts = [line] if len(line) <= _MAX_SEGMENT else re.split(r"(?<=[.;!?])\s+(?=[A-Z(\"'])", line)
@@ -217,17 +220,22 @@ def terms_extract(text: str) -> Extraction:
                 if money:
                     terms["chargeback_fee"] = Term(_money(money[0]), money[0].currency, clause)
         elif topic == "international":
-            if percents and "international_surcharge" not in terms:
-                terms["international_surcharge"] = Term(_plain(percents[0][1]), "percent", clause)
+            # "+1.5%" or "an additional 1.5%" is a surcharge; "3.25% + €0.25 for international
+            # cards" is a whole other rate, and its surcharge is not written anywhere to quote.
+            extra = [p for p in percents if p[2]] or (percents if _SURCHARGE.search(clause) else [])
+            if extra and "international_surcharge" not in terms:
+                terms["international_surcharge"] = Term(_plain(extra[0][1]), "percent", clause)
         elif topic == "payout":
             delay = _delay(clause)
             if delay and "payout_delay" not in terms:
                 terms["payout_delay"] = Term(delay[0], delay[1], clause)
         elif topic is None:
+            percents = [p for p in percents if not p[2]]  # "+ 0.5% for manually entered cards" adds to a fee
             rank = 0 if _KW["cards"].search(clause) or _KW["cards"].search(heading) else 1
             if percents and (card_fee is None or rank < card_fee[0]):
                 start, value, _plus = percents[0]
-                after = [a for pos, a in amounts if pos > start]
+                after = [a for pos, a in amounts if pos > start] or [
+                    a for pos, a in _bare_amounts_at(clause, doc_currency) if pos > start]
                 fixed = Term(_money(after[0]), after[0].currency, clause) if after else None
                 if fixed is not None or card_fee is None:
                     card_fee = (rank if fixed is not None else rank + 1, Term(_plain(value), "percent", clause),
@@ -244,8 +252,12 @@ def terms_extract(text: str) -> Extraction:
     return Extraction(currency=currency, terms=terms)
 
 
-def _bare_amounts(clause: str, currency: str | None) -> list[_Amount]:
-    """A number with no marker ("Chargeback | 15.00" under a column headed "EUR"): an amount
-    in the document's one currency, or in no currency (verification refuses it then)."""
-    return [_Amount(v, currency, False) for m in _BARE_AMOUNT.finditer(clause)
+def _bare_amounts_at(clause: str, currency: str | None) -> list[tuple[int, _Amount]]:
+    """Numbers with no marker ("Chargeback | 15.00" under a column headed "EUR"): amounts in
+    the document's one currency, or in no currency (verification refuses them then)."""
+    return [(m.start(1), _Amount(v, currency, False)) for m in _BARE_AMOUNT.finditer(clause)
             if (v := _reading(m.group(1))) is not None]
+
+
+def _bare_amounts(clause: str, currency: str | None) -> list[_Amount]:
+    return [a for _, a in _bare_amounts_at(clause, currency)]

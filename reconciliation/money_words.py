@@ -50,6 +50,8 @@ _WORD_RE = re.compile(r"(?i)\b(" + "|".join(sorted(NUMBER_WORDS, key=len, revers
 _TOKEN_RE = re.compile(rf"(?<![\d.,])({NUMBER})(?![\d])")
 _PERCENT_AFTER = re.compile(r"\s?(?:%|percent\b|per cent\b|pct\b|Prozent\b|pour cent\b|por ciento\b)", re.I)
 _CENTS_AFTER = re.compile(_CENT_AFTER)
+# "next business day" is a delay of 1, "same day" of 0.
+_DAY_WORDS = re.compile(r"(?i)\bnext[\s-](?:business[\s-]|working[\s-])?day\b|\bsame[\s-]day\b")
 
 
 def number_readings(token: str) -> set[Decimal]:
@@ -86,10 +88,14 @@ def numbers_in(text: str) -> list[tuple[set[Decimal], bool, bool, int, int]]:
         readings = number_readings(match.group(1))
         rest = text[match.end():]
         percent = bool(_PERCENT_AFTER.match(rest))
-        cents = bool(_CENTS_AFTER.match(rest)) and not percent
+        # Matched in place (not on the rest) so `20p` sees its digit before the `p`.
+        cents = bool(_CENTS_AFTER.match(text, match.end())) and not percent
         if cents:
             readings |= {r / 100 for r in readings}
         found.append((readings, percent, cents, match.start(), match.end()))
+    for match in _DAY_WORDS.finditer(text):
+        found.append(({Decimal(0 if match.group(0).lower().startswith("same") else 1)}, False, False,
+                      match.start(), match.end()))
     for match in _WORD_RE.finditer(text):
         found.append(({Decimal(NUMBER_WORDS[match.group(1).lower()])}, False, False, match.start(), match.end()))
     return found

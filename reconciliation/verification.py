@@ -111,7 +111,7 @@ def _unit_problem(name: str, term: Term, number: Decimal, currency: str) -> str 
         if unit not in (PERCENT, "%"):
             return f"a percentage is given in per cent, not {unit or 'no unit'}"
         if number < low and number * 100 >= low:
-            return f"{number} looks like a fraction; give per cent ({number * 100:f})"
+            return f"{number} looks like a fraction; give per cent ({(number * 100).normalize():f})"
         if not low <= number <= high:
             return f"{number}% is outside {low}% to {high}%"
         return None
@@ -129,9 +129,8 @@ def _unit_problem(name: str, term: Term, number: Decimal, currency: str) -> str 
     low_ok = number >= 0 if name == "fixed_fee" else number > 0
     if not low_ok or number > high:
         return f"{number} {unit.upper()} is outside 0 to {high.normalize():f} {unit.upper()}"
-    if number.as_tuple().exponent < -currency_exponent(unit.upper()) and number != number.normalize():
-        number = number.normalize()
-    if -number.normalize().as_tuple().exponent > currency_exponent(unit.upper()):  # type: ignore[operator]
+    # 0.300 is 0.30; 0.305 has a third decimal a cent-based currency cannot charge.
+    if number != number.quantize(Decimal(1).scaleb(-currency_exponent(unit.upper()))):
         return f"{number} has more decimals than {unit.upper()} has"
     return None
 
@@ -153,6 +152,9 @@ def _check(name: str, term: Term, *, document: str, currency: str, dollar: str, 
     quote = normalise(term.quote or "")
     if not quote or len(quote) > MAX_QUOTE_CHARS or quote not in document:
         return _result(term, value=value, reason=QUOTE_NOT_FOUND)
+    if name in ("fixed_fee", "chargeback_fee") and not (term.unit or "").strip():
+        return _result(term, value=value, reason=CURRENCY_NOT_READ,
+                       detail="neither the clause nor the document names the currency of this amount")
     problem = _unit_problem(name, term, number, currency)
     if problem:
         return _result(term, value=value, reason=UNIT_ERROR, detail=problem)

@@ -23,7 +23,7 @@ from paypilot.services import audit_record
 from paypilot.tenancy import tenant_context
 from reconciliation.contract_llm import model_extract
 from reconciliation.documents import document_text
-from reconciliation.extraction import REQUIRED_TERMS, TERMS, terms_extract
+from reconciliation.extraction import TERMS, Extraction, Term, terms_extract
 from reconciliation.models import ContractProposal, ContractVersion
 from reconciliation.services.contracts import ContractRefused, contract_add
 from reconciliation.verification import terms_verify
@@ -114,7 +114,8 @@ def proposal_as_dict(proposal: ContractProposal) -> dict[str, Any]:
     """The proposal as JSON-ready data (the MCP tools and the command print it; keep it stable):
     `id, status, filename, source, currency, confirmable, contract_version` and `terms`, one
     entry per term in TERMS order, each `value` (decimal string, or null), `unit`, `quote`,
-    `verified`, `reason` (null when verified) and `reason_code`."""
+    `verified`, `reason` (null when verified), `reason_code` and `detail` (what a unit error
+    or a currency refusal was about, else null)."""
     return {
         "id": proposal.pk,
         "status": proposal.status,
@@ -122,14 +123,12 @@ def proposal_as_dict(proposal: ContractProposal) -> dict[str, Any]:
         "source": proposal.source,
         "currency": proposal.currency or None,
         "confirmable": proposal.confirmable and proposal.status == ContractProposal.Status.PENDING,
-        "contract_version": proposal.contract_version.label if proposal.contract_version_id else None,
+        "contract_version": proposal.contract_version.label if proposal.contract_version is not None else None,
         "terms": {name: dict(proposal.terms[name]) for name in TERMS if name in proposal.terms},
     }
 
 
-def _as_extraction(proposal: ContractProposal) -> Any:
-    from reconciliation.extraction import Extraction, Term
-
+def _as_extraction(proposal: ContractProposal) -> Extraction:
     terms = {name: Term(value=t.get("value"), unit=t.get("unit"), quote=t.get("quote") or "")
              for name, t in proposal.terms.items() if t.get("value") is not None or t.get("quote")}
     return Extraction(currency=proposal.currency or None, terms=terms)
@@ -139,5 +138,3 @@ def _optional(terms: dict[str, dict[str, Any]], name: str) -> str | None:
     check = terms.get(name)
     return check["value"] if check and check["verified"] else None
 
-
-__all__ = ["REQUIRED_TERMS", "contract_proposal_confirm", "contract_proposal_create", "proposal_as_dict"]

@@ -57,7 +57,8 @@ def test_every_reconciliation_table_is_under_the_policy(two) -> None:
     tables = {t.table for t in tenant_tables() if t.table.startswith("reconciliation_")}
     assert tables == {"reconciliation_importfile", "reconciliation_layout", "reconciliation_orderrow",
                       "reconciliation_providerrow", "reconciliation_bankrow", "reconciliation_disputerow",
-                      "reconciliation_contractversion", "reconciliation_run", "reconciliation_break"}
+                      "reconciliation_contractversion", "reconciliation_run", "reconciliation_break",
+                      "reconciliation_contractproposal"}
     assert rls_problems() == []
 
 

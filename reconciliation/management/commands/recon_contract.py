@@ -1,5 +1,7 @@
 """`recon_contract add --tenant T --currency USD --effective-from DATE --percent 2.9 --fixed 0.30
---chargeback-fee 15.00 --payout-delay-days 2`; `recon_contract list --tenant T`."""
+--chargeback-fee 15.00 --payout-delay-days 2`; `recon_contract list --tenant T`;
+`recon_contract propose --tenant T --document FILE` (read and check the terms of a pricing
+document); `recon_contract confirm --tenant T --proposal ID --effective-from DATE` (the yes)."""
 
 from __future__ import annotations
 
@@ -7,12 +9,14 @@ import json
 from datetime import date
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from paypilot.tenancy import tenant_context
-from reconciliation.management.commands._common import ACTOR, refused, tenant_get
+from reconciliation.management.commands._common import ACTOR, read_file, refused, tenant_get
 from reconciliation.models import ContractVersion
 from reconciliation.services.contracts import ContractRefused, contract_add
+from reconciliation.services.proposals import contract_proposal_confirm, contract_proposal_create, proposal_as_dict
 
 
 def _version_json(v: ContractVersion) -> dict[str, Any]:
@@ -38,6 +42,13 @@ class Command(BaseCommand):
         add.add_argument("--rolling-reserve", default=None, help="per cent; stored, not applied yet")
         listing = sub.add_parser("list")
         listing.add_argument("--tenant", required=True)
+        propose = sub.add_parser("propose", help="read the fee terms of a pricing document and check each one")
+        propose.add_argument("--tenant", required=True)
+        propose.add_argument("--document", required=True, help="text, Markdown, HTML or a text PDF")
+        confirm = sub.add_parser("confirm", help="save a verified proposal as the next contract version")
+        confirm.add_argument("--tenant", required=True)
+        confirm.add_argument("--proposal", required=True, type=int)
+        confirm.add_argument("--effective-from", required=True, type=date.fromisoformat)
 
     def handle(self, *args: Any, **options: Any) -> None:
         tenant = tenant_get(options["tenant"])
@@ -45,6 +56,17 @@ class Command(BaseCommand):
             with tenant_context(tenant):
                 versions = ContractVersion.objects.filter(tenant=tenant).order_by("currency", "version")
                 self.stdout.write(json.dumps([_version_json(v) for v in versions], indent=2))
+            return
+        if options["action"] == "propose":
+            self._propose(tenant, options["document"])
+            return
+        if options["action"] == "confirm":
+            try:
+                confirmed = contract_proposal_confirm(tenant=tenant, proposal_id=options["proposal"],
+                                                      effective_from=options["effective_from"], actor=ACTOR)
+            except ContractRefused as exc:
+                raise refused(exc) from exc
+            self.stdout.write(json.dumps({**_version_json(confirmed), "proposal": options["proposal"]}))
             return
         try:
             version = contract_add(
@@ -59,3 +81,19 @@ class Command(BaseCommand):
         except ValueError as exc:  # pragma: no cover - argparse already typed the inputs
             raise CommandError(str(exc)) from exc
         self.stdout.write(json.dumps(_version_json(version)))
+
+    def _propose(self, tenant: Any, path: str) -> None:
+        data = read_file(path, limit=settings.PAYPILOT_RECON_MAX_FILE_BYTES)
+        try:
+            proposal = contract_proposal_create(tenant=tenant, document=data, filename=path.rsplit("/", 1)[-1],
+                                                actor=ACTOR)
+        except ContractRefused as exc:
+            raise refused(exc) from exc
+        body = proposal_as_dict(proposal)
+        self.stdout.write(json.dumps(body, indent=2, ensure_ascii=False))
+        if not body["confirmable"]:
+            failing = [f"{name}: {t['reason']}" for name, t in body["terms"].items() if not t["verified"]]
+            self.stderr.write("not confirmable: " + "; ".join(failing))
+        else:
+            self.stderr.write(f"check the values, then: recon_contract confirm --tenant {tenant.slug} "
+                              f"--proposal {proposal.pk} --effective-from YYYY-MM-DD")
