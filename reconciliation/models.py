@@ -161,9 +161,9 @@ class DisputeRow(models.Model):
     """A dispute as a file listed it, or as Stripe's `charge.dispute.*` webhooks report it.
 
     File rows are never changed after import (one per file line). A live row (`file` empty)
-    is one per tenant and dispute id, updated in place by each newer event. Readers take,
-    per dispute id, the row PayPilot learned last (`known_at`): a file's import time, or the
-    time of the last event applied to the live row."""
+    is one per tenant and dispute id, updated in place by each newer event (ordered by the
+    provider's event time, `last_event_at`). Readers take, per dispute id, the row PayPilot
+    learned last (`known_at`): a file's import time, or when the last event was applied."""
 
     class Source(models.TextChoices):
         FILE = "file"  # a line of an imported disputes file
@@ -184,6 +184,7 @@ class DisputeRow(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices, db_default=Source.FILE)
     known_at = models.DateTimeField(db_default=Now())  # when PayPilot learned this state
     last_event_id = models.CharField(max_length=200, blank=True, db_default="")  # live rows: the event applied
+    last_event_at = models.DateTimeField(null=True, blank=True)  # live rows: that event's time at the provider
     # Live rows: facts from the dispute object (payment intent, network reason code,
     # evidence due time, has_evidence, past_due, submission_count, is_charge_refundable,
     # funds withdrawn or reinstated in minor units, the last event type).

@@ -328,7 +328,7 @@ def _dispute(dispute: dict[str, Any], event: _EventInfo, *, event_type: str) -> 
         "past_due": bool(details.get("past_due")),
         "submission_count": _int_or_none(details.get("submission_count")) or 0,
         "due_by": due_at.isoformat() if due_at else None,
-        "network_reason_code": _short(card.get("network_reason_code"), 16),
+        "network_reason_code": _reason_code(card.get("network_reason_code")),
         "card_brand": _short(card.get("brand"), 32),
         "payment_method_type": _short(method.get("type") if isinstance(method, dict) else "", 32),
         "funds_withdrawn_minor": -sum(_int_or_none(bt.get("amount")) or 0 for bt in moves
@@ -344,6 +344,12 @@ def _dispute(dispute: dict[str, Any], event: _EventInfo, *, event_type: str) -> 
         evidence_due_by=due_at.date() if due_at else None, created_at=opened,
         event_type=event_type, occurred_at=event.at or opened, details=facts,
     )
+
+
+def _reason_code(value: Any) -> str:
+    """A card network's dispute reason code: Visa "12.6.1", "10.4", Mastercard "4853"."""
+    text = str(value or "").strip()
+    return text if len(text) <= 16 and text.replace(".", "").replace("-", "").isalnum() else ""
 
 
 # Every dispute event carries the whole dispute object; one translation serves them all.

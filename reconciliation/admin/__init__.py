@@ -1,3 +1,3 @@
 """Reconciliation in the Django admin: uploads and layouts, contract versions and proposals, the payments review."""
 
-from reconciliation.admin import imports, proposals, review  # noqa: F401 - registers the ModelAdmins
+from reconciliation.admin import disputes, imports, proposals, review  # noqa: F401 - registers the ModelAdmins

@@ -23,7 +23,10 @@ from paypilot.money import format_minor
 from reconciliation.engine import BREAK_KINDS
 from reconciliation.models import Break, Run
 from reconciliation.selectors import review_csv, run_latest
-from reconciliation.services.runs import break_assign, break_resolve
+from paypilot.tenancy import tenant_context
+from reconciliation.services.disputes import dispute_list
+from reconciliation.services.review import morning_review, todo_marked
+from reconciliation.services.runs import break_assign, break_resolve, input_digest
 
 
 def _actor(request: HttpRequest) -> str:
@@ -42,6 +45,7 @@ class RunAdmin(TenantScopedReadOnlyAdmin):
         return [
             path("review/", wrap(self.latest_view), name="reconciliation_run_latest"),
             path("<path:object_id>/csv/", wrap(self.csv_view), name="reconciliation_run_csv"),
+            path("<path:object_id>/refresh/", wrap(require_POST(self.refresh_view)), name="reconciliation_run_refresh"),
             path("<path:object_id>/break/<int:break_id>/", wrap(require_POST(self.break_view)),
                  name="reconciliation_run_break"),
             *super().get_urls(),
@@ -66,13 +70,34 @@ class RunAdmin(TenantScopedReadOnlyAdmin):
         run = self._scoped(request, object_id)
         result = json.loads(run.result_json)
         breaks = list(run.breaks.select_related("assignee", "contract_version").order_by("position"))
+        with tenant_context(run.tenant):
+            # Disputes are read live (file rows and webhook rows), so a chargeback that
+            # arrived after this run is on the page the next morning.
+            open_disputes = dispute_list(tenant=run.tenant, as_of=run.as_of, status="open")
+            stale = input_digest(tenant=run.tenant, as_of=run.as_of) != run.input_digest
+        by_id = {d["dispute_id"]: d for d in open_disputes}
+        due_ids = [d["dispute_id"] for d in result["disputes_due"]]
+        by_charge = {d["charge_id"]: d for d in open_disputes if d["charge_id"]}
         return TemplateResponse(request, "admin/reconciliation/run/review.html", {
             **self.admin_site.each_context(request), "opts": self.model._meta, "original": run,
             "title": f"Payments review as of {run.as_of}", "run": run, "result": result,
             "money": [f"{format_minor(v, c)} {c}" for c, v in result["money_in_breaks_minor"].items()],
             "rows": [{"b": b, "amount": f"{format_minor(b.amount_minor, b.currency)} {b.currency}"} for b in breaks],
             "can_act": request.user.has_perm("reconciliation.change_break"),
+            "disputes_due": [by_id[i] for i in due_ids if i in by_id],
+            "disputes_other": [d for d in open_disputes if d["dispute_id"] not in due_ids],
+            "todo": todo_marked(result["todo"], by_charge), "stale": stale,
+            "can_refresh": request.user.has_perm("reconciliation.add_run"),
         })
+
+    def refresh_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Run again for the same as-of date with the current inputs (through the run service)."""
+        run = self._scoped(request, object_id)
+        if not request.user.has_perm("reconciliation.add_run"):
+            raise PermissionDenied
+        review = morning_review(tenant=run.tenant, as_of=run.as_of, store=True, actor=_actor(request))
+        self.message_user(request, f"Review as of {run.as_of} is run {review['run']['id']}.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:reconciliation_run_change", args=[review["run"]["id"]]))
 
     def csv_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         run = self._scoped(request, object_id)

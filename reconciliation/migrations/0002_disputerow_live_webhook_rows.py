@@ -30,6 +30,11 @@ class Migration(migrations.Migration):
         ),
         migrations.AddField(
             model_name='disputerow',
+            name='last_event_at',
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name='disputerow',
             name='source',
             field=models.CharField(choices=[('file', 'File'), ('stripe_webhook', 'Stripe Webhook')], db_default='file', max_length=16),
         ),

@@ -7,9 +7,8 @@ stored the raw event, so a redelivery never reaches it twice.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from paypilot.disputes import DisputeReport
 from paypilot.models import Tenant
@@ -28,7 +27,9 @@ FINAL_STATUSES = frozenset({"won", "lost", "warning_closed", "prevented", "charg
 def _older(row: DisputeRow, report: DisputeReport) -> bool:
     """Stripe's `created` has one-second resolution: an earlier second is older; within the
     same second, arrival order holds except that a decided dispute is not reopened."""
-    applied = row.known_at
+    applied = row.last_event_at
+    if applied is None:
+        return False
     if report.occurred_at < applied:
         return True
     return report.occurred_at == applied and row.status in FINAL_STATUSES and report.status not in FINAL_STATUSES
@@ -38,7 +39,8 @@ def _fields(report: DisputeReport, event_ref: str) -> dict[str, object]:
     return {
         "charge_id": report.charge_id, "amount_minor": report.amount_minor, "currency": report.currency,
         "reason": report.reason, "status": report.status, "evidence_due_by": report.evidence_due_by,
-        "created_at": report.created_at, "known_at": report.occurred_at, "last_event_id": event_ref[:200],
+        "created_at": report.created_at, "known_at": timezone.now(), "last_event_at": report.occurred_at,
+        "last_event_id": event_ref[:200],
         "details": {**report.details, "last_event_type": report.event_type},
     }
 

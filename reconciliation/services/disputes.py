@@ -14,6 +14,7 @@ from datetime import date
 from typing import Any
 
 from paypilot.models import Tenant
+from paypilot.tenancy import tenant_context
 from reconciliation.engine import DISPUTE_DUE_DAYS, DUPLICATE_CAPTURE, FINANCE
 from reconciliation.models import DisputeRow
 from reconciliation.services.errors import BAD_STATUS, DISPUTE_NOT_FOUND, ReconLookupError
@@ -58,7 +59,7 @@ STRIPE_REASONS: dict[str, str] = {
 # Other providers' and banks' words (a disputes file from Adyen, PayPal, a bank): the first
 # fragment found in the normalised reason decides.
 REASON_FRAGMENTS: tuple[tuple[str, str], ...] = (
-    ("unrecogni", UNRECOGNISED), ("fraud", FRAUDULENT), ("unauthori", FRAUDULENT), ("no_authori", FRAUDULENT),
+    ("unrecogni", UNRECOGNISED), ("fraud", FRAUDULENT), ("unauthori", FRAUDULENT), ("no_authori", FRAUDULENT), ("cardholder_authori", FRAUDULENT),
     ("duplicate", DUPLICATE), ("paid_by_other", DUPLICATE), ("not_received", PRODUCT_NOT_RECEIVED),
     ("non_receipt", PRODUCT_NOT_RECEIVED), ("not_delivered", PRODUCT_NOT_RECEIVED),
     ("subscription", SUBSCRIPTION_CANCELLED), ("recurring", SUBSCRIPTION_CANCELLED),
@@ -221,7 +222,7 @@ def _triage(ctx: DisputeContext) -> dict[str, Any]:
         "evidence_due_by": row.evidence_due_by.isoformat() if row.evidence_due_by else None,
         "days_left": ctx.days_left,
         "due_soon": ctx.days_left is not None and 0 <= ctx.days_left <= DISPUTE_DUE_DAYS and is_open(row.status),
-        "opened_at": row.created_at.isoformat(), "source": row.source,
+        "opened_at": row.created_at.isoformat(), "source": row.source, "row_id": row.pk,
         "linked_breaks": [break_brief(b) for b in ctx.breaks],
         "same_story": _same_story(ctx),
         "win_likelihood": {"level": likelihood, "score": score, "base": BASE_SCORE,
@@ -248,7 +249,8 @@ def _same_story(ctx: DisputeContext) -> str | None:
 def dispute_triage(*, tenant: Tenant, dispute_id: str, as_of: date) -> dict[str, Any]:
     """Triage of one dispute as of `as_of`. Reads only. Raises ReconLookupError
     (`dispute_not_found`) for an id the tenant does not have."""
-    return _triage(context_for(tenant=tenant, dispute_id=dispute_id, as_of=as_of))
+    with tenant_context(tenant):
+        return _triage(context_for(tenant=tenant, dispute_id=dispute_id, as_of=as_of))
 
 
 def dispute_list(*, tenant: Tenant, as_of: date, status: str | None = None) -> list[dict[str, Any]]:
@@ -257,6 +259,11 @@ def dispute_list(*, tenant: Tenant, as_of: date, status: str | None = None) -> l
     ReconLookupError (`invalid_status`) for a status that is neither."""
     # Filtered after the newest row per id is chosen (a filter on the queryset would be
     # applied before the window and could pick an older, still open row).
+    with tenant_context(tenant):
+        return _list(tenant=tenant, as_of=as_of, status=status)
+
+
+def _list(*, tenant: Tenant, as_of: date, status: str | None) -> list[dict[str, Any]]:
     rows = list(disputes_current(tenant=tenant, as_of=as_of))
     if status is not None:
         word = status.strip().lower()

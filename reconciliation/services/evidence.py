@@ -8,6 +8,7 @@ from datetime import date, datetime
 from typing import Any
 
 from paypilot.models import Tenant
+from paypilot.tenancy import tenant_context
 from reconciliation.engine import FINANCE
 from reconciliation.services.disputes import (
     CREDIT_NOT_PROCESSED,
@@ -125,9 +126,10 @@ def _facts_and_timeline(ctx: DisputeContext) -> tuple[list[dict[str, Any]], list
 def evidence_pack_draft(*, tenant: Tenant, dispute_id: str, as_of: date) -> dict[str, Any]:
     """The draft evidence pack of one dispute (with `markdown`). Reads only; submits
     nothing. Raises ReconLookupError (`dispute_not_found`)."""
-    ctx = context_for(tenant=tenant, dispute_id=dispute_id, as_of=as_of)
-    triage = dispute_triage(tenant=tenant, dispute_id=dispute_id, as_of=as_of)
-    facts, timeline = _facts_and_timeline(ctx)
+    with tenant_context(tenant):
+        ctx = context_for(tenant=tenant, dispute_id=dispute_id, as_of=as_of)
+        triage = dispute_triage(tenant=tenant, dispute_id=dispute_id, as_of=as_of)
+        facts, timeline = _facts_and_timeline(ctx)
     pack: dict[str, Any] = {
         "dispute_id": ctx.row.dispute_id, "as_of": as_of.isoformat(), "family": ctx.family,
         "reason": ctx.row.reason, "status": ctx.row.status, **money_of(ctx.row.amount_minor, ctx.row.currency),
