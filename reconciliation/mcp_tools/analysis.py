@@ -56,33 +56,26 @@ def service(module: str, name: str) -> Any:
 
 
 def _reconcile(who: Caller, as_of: str | None, limit: int) -> dict[str, Any]:
+    """The morning review service (read-only: store=False), plus the list of breaks with
+    the ids explain_break takes."""
     day = rv.as_of_parse(tenant=who.tenant, value=as_of)
-    result, run = rv.review_load(tenant=who.tenant, as_of=day)
-    stored = rv.stored_breaks(run)
-    breaks = result["breaks"]
-    out: dict[str, Any] = {
-        "tenant": who.tenant.slug, "as_of": result["as_of"], "source": "stored_run" if run else "computed",
-        "run_id": run.pk if run else None, "match_rate": result["match_rate"], "orders": result["orders"],
-        "money_in_breaks": [money(v, c) for c, v in sorted(result["money_in_breaks_minor"].items())],
-        "breaks_count": len(breaks),
-        "breaks": [rv.break_out(b, i, stored.get(i)) for i, b in enumerate(breaks[:limit])],
-        "in_transit": result["in_transit"],
-        "disputes_due": [rv.dispute_due_out(d) for d in result["disputes_due"]],
-        "todo": [rv.todo_out(t) for t in result["todo"]],
-        "executes_anything": False,
-    }
-    triage = service("disputes", "dispute_triage")
-    for due in out["disputes_due"]:
-        try:
-            due["triage"] = triage(tenant=who.tenant, dispute_id=due["dispute_id"], as_of=day)
-        except ToolRefused as refused:
-            if refused.code != REASON_NOT_AVAILABLE:
-                raise
-    return out
+    review: dict[str, Any] = service("review", "morning_review")(tenant=who.tenant, as_of=day, store=False)
+    run_id = review["run"]["id"]
+    if run_id is not None:
+        rows = Break.objects.filter(tenant=who.tenant, run_id=run_id).order_by("position")[:limit]
+        breaks = [{"position": b.position, "break_id": b.pk, "kind": b.kind,
+                   "amount": money(b.amount_minor, b.currency), "status": b.status,
+                   "approver": engine.TODO[b.kind][1]} for b in rows]
+    else:  # computed, not stored: the biggest breaks, explained by position with as_of
+        breaks = [{"position": i, "break_id": None, "kind": b["kind"],
+                   "amount": money(b["amount_minor"], b["currency"]), "status": "open", "approver": b["approver"]}
+                  for i, b in enumerate(review["biggest_breaks"])]
+    return {"tenant": who.tenant.slug, "source": "stored_run" if run_id is not None else "computed", **review,
+            "breaks": breaks}
 
 
 async def reconcile(as_of: AsOf = None,
-                    limit: Annotated[int, Field(ge=1, le=200, description="biggest breaks to list")] = 10,
+                    limit: Annotated[int, Field(ge=1, le=500, description="breaks to list (most money first)")] = 50,
                     ) -> Annotated[CallToolResult, ReviewOut]:
     """The morning payments ops review: match rate, money in breaks, the biggest breaks
     explained, disputes due in the next 7 days, and a to-do list in which each item names

@@ -55,16 +55,3 @@ def break_out(item: dict[str, Any], position: int, stored: Break | None) -> dict
 
 def stored_breaks(run: Run | None) -> dict[int, Break]:
     return {} if run is None else {b.position: b for b in Break.objects.filter(run=run)}
-
-
-def dispute_due_out(d: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "dispute_id": d["dispute_id"], "charge_id": d.get("charge_id"), "due_by": d["due_by"],
-        "days_left": d["days_left"], "amount": money(d["amount_minor"], d["currency"]),
-        "requires_human_decision": True, "approver": DISPUTE_APPROVER, "linked_break": d.get("linked_break"),
-    }
-
-
-def todo_out(t: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": t["kind"], "action": t["action"], "amount": money(t["amount_minor"], t["currency"]),
-            "approver": t["approver"], "requires_human_decision": True, "refs": t.get("refs", {})}

@@ -28,32 +28,31 @@ def money(amount_minor: int, currency: str) -> dict[str, Any]:
 
 
 class BreakOut(Out):
-    position: int = Field(description="index in this review's breaks (explain_break takes it with as_of)")
+    position: int = Field(description="index in the review's breaks (explain_break takes it with as_of)")
     break_id: int | None = Field(description="the stored break's id when the review is a stored run")
     kind: str
     amount: Money
-    refs: dict[str, list[str]]
-    explanation: str
-    contract_version: str | None = None
     approver: str = Field(description="who has to approve the follow-up; no tool acts on it")
+
+
+class ExplainedBreak(Out):
+    break_id: int | None
+    kind: str
+    amount_minor: int
+    currency: str
+    display: str
+    explanation: str
+    approver: str
 
 
 class TodoOut(Out):
     kind: str
     action: str
-    amount: Money
-    approver: str
-    requires_human_decision: bool = True
-
-
-class DisputeDueOut(Out):
-    dispute_id: str
-    charge_id: str | None = None
-    due_by: str
-    days_left: int
-    amount: Money
-    requires_human_decision: bool = True
-    approver: str
+    amount_minor: int
+    currency: str
+    display: str
+    approver: str = Field(description="who has to approve it")
+    only_a_person_can_approve: bool
 
 
 class ReviewOut(Out):
@@ -64,32 +63,21 @@ class ReviewOut(Out):
     orders: int
     money_in_breaks: list[Money]
     breaks_count: int
-    breaks: list[BreakOut] = Field(description="the biggest breaks, most money first")
-    in_transit: list[dict[str, Any]]
-    disputes_due: list[DisputeDueOut]
-    todo: list[TodoOut]
+    biggest_breaks: list[ExplainedBreak] = Field(description="the biggest breaks, explained")
+    breaks: list[BreakOut] = Field(description="every break of a stored review (the biggest when computed)")
+    disputes_due: list[dict[str, Any]] = Field(description="open disputes due within 7 days, triaged")
+    todo: list[TodoOut] = Field(description="most money first; each names its approver")
+    summary: list[str]
     executes_anything: bool = Field(False, description="always false: nothing here moves money")
 
 
 class BreakExplainOut(Out):
     tenant: str
     as_of: str
-    brk: BreakOut = Field(alias="break")
+    brk: dict[str, Any] = Field(alias="break")
     rows: dict[str, list[dict[str, Any]]] = Field(description="the imported rows the break points at")
     contract: dict[str, Any] | None = None
     status: str | None = None
-
-
-class DisputeOut(Out):
-    dispute_id: str
-    charge_id: str | None = None
-    reason: str
-    status: str
-    evidence_due_by: str | None
-    days_left: int | None
-    amount: Money
-    requires_human_decision: bool = True
-    approver: str
 
 
 class DisputeListOut(Out):

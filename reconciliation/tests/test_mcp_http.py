@@ -102,18 +102,24 @@ def test_the_whole_morning_names_every_planted_problem(sample, live_server) -> N
     review = played["review"]
     assert review["tenant"] == "sample" and review["as_of"] == sample_workspace()["as_of"]
     assert review["source"] == "stored_run" and review["executes_anything"] is False
+    # Every planted problem is named: in the breaks, and in the to-do list with its approver.
     assert sorted(b["kind"] for b in review["breaks"]) == sorted(PLANTED)
+    assert sorted(t["kind"] for t in review["todo"]) == sorted([*PLANTED, "dispute_due"])
     assert review["match_rate"] == 0.7273 and review["orders"] == 11
     assert review["money_in_breaks"] == [{"amount_minor": 26361, "currency": "USD", "display": "263.61 USD"}]
+    assert len(review["biggest_breaks"]) == 5 and all(b["explanation"] for b in review["biggest_breaks"])
     short = next(b for b in review["breaks"] if b["kind"] == "payout_short")
     assert short["amount"] == {"amount_minor": -1250, "currency": "USD", "display": "-12.50 USD"}
     assert all(b["approver"] in ("finance approver", "controller") for b in review["breaks"])
-    assert all(t["approver"] and t["requires_human_decision"] for t in review["todo"])
+    assert all(t["approver"] for t in review["todo"])
+    assert {t["kind"] for t in review["todo"] if t["only_a_person_can_approve"]} >= {"duplicate_capture",
+                                                                                     "dispute_due"}
     # The duplicate capture and the duplicate dispute are one story.
     (due,) = review["disputes_due"]
-    assert due["dispute_id"] == "dp_1Nw0001" and due["days_left"] == 2
-    assert due["linked_break"]["kind"] == "duplicate_capture" and due["requires_human_decision"] is True
-    assert due["triage"]["family"] == "duplicate" and due["triage"]["same_story"]
+    assert due["dispute_id"] == "dp_1Nw0001" and due["days_left"] == 2 and due["requires_human_decision"] is True
+    assert due["family"] == "duplicate" and due["same_story"]
+    dup_todo = next(t for t in review["todo"] if t["kind"] == "duplicate_capture")
+    assert dup_todo["linked_dispute"] == "dp_1Nw0001" and "Do not refund" in dup_todo["action"]
     for explained in played["explained"]:
         assert explained["next_step"]["approver"] and explained["next_step"]["requires_human_decision"]
     fee = next(e for e in played["explained"] if e["break"]["kind"] == "fee_mismatch")
@@ -177,6 +183,7 @@ def test_read_only_tools_change_nothing(sample, live_server) -> None:
     assert results[8].structured_content["recognised_as"] == "new_layout"
     computed = results[1].structured_content
     assert computed["source"] == "computed" and computed["breaks"][0]["break_id"] is None
+    assert computed["run"]["stored"] is False
 
 
 def test_another_tenants_data_is_never_reachable(sample, live_server) -> None:
@@ -255,7 +262,8 @@ def test_onboarding_through_mcp_reproduces_the_sample(sample, live_server) -> No
         29000, 30, 1500, 2)
     assert out["versions"]["versions"][0]["chargeback_fee"]["display"] == "15.00 USD"
     review = out["review"]
-    assert review["source"] == "computed" and sorted(b["kind"] for b in review["breaks"]) == sorted(PLANTED)
+    assert review["source"] == "computed"
+    assert sorted(t["kind"] for t in review["todo"]) == sorted([*PLANTED, "dispute_due"])
     assert review["money_in_breaks"][0]["amount_minor"] == 26361
     # Every write is audited with the token; the contract save names the proposal too.
     actor = f"token:{issued.token.prefix}"

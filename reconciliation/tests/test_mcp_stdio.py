@@ -64,6 +64,7 @@ def test_stdio_serves_the_tenants_review_and_refuses_writes_for_a_viewer(databas
     assert len(out["tools"]) == 16
     review = out["review"].structured_content
     assert review["tenant"] == "sample" and sorted(b["kind"] for b in review["breaks"]) == sorted(PLANTED)
+    assert review["disputes_due"][0]["dispute_id"] == "dp_1Nw0001"
     for refused in (out["write"], out["propose"]):
         assert refused.is_error
         body = refused.structured_content
