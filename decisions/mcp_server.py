@@ -95,7 +95,10 @@ def explain(code: Code, rail: ExplainRail = "ach") -> dict[str, Any]:
 
 def _explain_network(code: str, network: str) -> dict[str, Any]:
     signal = "network_advice_code" if network == "mastercard" else "network_decline_code"
-    verdict = network_verdict(card_brand=network, **{signal: code})
+    if network == "mastercard":
+        verdict = network_verdict(card_brand=network, network_advice_code=code)
+    else:
+        verdict = network_verdict(card_brand=network, network_decline_code=code)
     limits = [rule.citation() | {"max_attempts": rule.max_attempts, "window_days": rule.window_days}
               for rule in NETWORK_RULES if rule.network == network and rule.signal == "declined"]
     if verdict.never_retry:

@@ -81,7 +81,11 @@ async def reconcile(as_of: AsOf = None,
     explained, disputes due in the next 7 days, and a to-do list in which each item names
     who has to approve it. Reads only: a stored review when the inputs are unchanged,
     otherwise computed now and not stored."""
-    return await guarded(_reconcile, as_of, limit)  # type: ignore[return-value]
+    return await guarded(_reconcile, as_of, limit)
+
+
+def _plain(rows: Any) -> list[dict[str, Any]]:
+    return [dict(row) for row in rows]
 
 
 def _explain_break(who: Caller, break_id: int | None, as_of: str | None, position: int | None) -> dict[str, Any]:
@@ -106,17 +110,17 @@ def _explain_break(who: Caller, break_id: int | None, as_of: str | None, positio
         raise ToolRefused(REASON_INVALID, "give break_id, or position (with as_of) from reconcile's breaks")
     refs = item["refs"]
     t = who.tenant
-    rows = {
-        "orders": list(OrderRow.objects.filter(tenant=t, order_id__in=refs.get("order", []))
+    rows: dict[str, list[dict[str, Any]]] = {
+        "orders": _plain(OrderRow.objects.filter(tenant=t, order_id__in=refs.get("order", []))
                        .values("order_id", "ordered_at", "amount_minor", "currency", "payment_reference",
                                "status")[:ROW_LIMIT]),
-        "provider": list(ProviderRow.objects.filter(tenant=t, transaction_id__in=refs.get("transaction", [])
+        "provider": _plain(ProviderRow.objects.filter(tenant=t, transaction_id__in=refs.get("transaction", [])
                                                     + refs.get("charge", []) + refs.get("payout", []))
                          .values("transaction_id", "created_at", "type", "amount_minor", "fee_minor", "net_minor",
                                  "currency", "charge_id", "order_reference", "payout_id", "payout_date")[:ROW_LIMIT]),
-        "bank": list(BankRow.objects.filter(tenant=t, bank_reference__in=refs.get("bank", []))
+        "bank": _plain(BankRow.objects.filter(tenant=t, bank_reference__in=refs.get("bank", []))
                      .values("booking_date", "amount_minor", "currency", "reference", "bank_reference")[:ROW_LIMIT]),
-        "disputes": list(DisputeRow.objects.filter(tenant=t, charge_id__in=refs.get("charge", []))
+        "disputes": _plain(DisputeRow.objects.filter(tenant=t, charge_id__in=refs.get("charge", []))
                          .exclude(charge_id="")
                          .values("dispute_id", "charge_id", "amount_minor", "currency", "reason", "status",
                                  "evidence_due_by")[:ROW_LIMIT]),
@@ -165,7 +169,7 @@ async def explain_break(
     """One break in full: what is off and by how much, the imported order, provider, bank
     and dispute rows it points at, the contract version a fee break used (with its quoted
     clauses), and the next step with who approves it."""
-    return await guarded(_explain_break, break_id, as_of, position)  # type: ignore[return-value]
+    return await guarded(_explain_break, break_id, as_of, position)
 
 
 def _list_disputes(who: Caller, as_of: str | None, status: str | None) -> dict[str, Any]:
@@ -211,7 +215,7 @@ async def list_disputes(
 ) -> Annotated[CallToolResult, DisputeListOut]:
     """Every dispute of the workspace with its reason, status, amount and days left to the
     evidence deadline, soonest first. Reads only."""
-    return await guarded(_list_disputes, as_of, status)  # type: ignore[return-value]
+    return await guarded(_list_disputes, as_of, status)
 
 
 def _service_call(who: Caller, module: str, name: str, **kwargs: Any) -> dict[str, Any]:
@@ -232,14 +236,14 @@ DisputeId = Annotated[str, Field(description="the dispute id as in list_disputes
 async def triage_dispute(dispute_id: DisputeId, as_of: AsOf = None) -> Annotated[CallToolResult, ServiceOut]:
     """Triage one dispute: reason family, days left, amount, linked breaks of the same
     order, a win-likelihood heuristic with its reasons, and requires_human_decision: true."""
-    return await guarded(_with_as_of, "disputes", "dispute_triage", as_of,  # type: ignore[return-value]
+    return await guarded(_with_as_of, "disputes", "dispute_triage", as_of,
                          dispute_id=dispute_id)
 
 
 async def draft_evidence_pack(dispute_id: DisputeId, as_of: AsOf = None) -> Annotated[CallToolResult, ServiceOut]:
     """A draft evidence pack for one dispute (what to gather for its reason, the facts the
     data proves, a timeline) as Markdown. A draft only: nothing is submitted anywhere."""
-    return await guarded(_with_as_of, "evidence", "evidence_pack_draft", as_of,  # type: ignore[return-value]
+    return await guarded(_with_as_of, "evidence", "evidence_pack_draft", as_of,
                          dispute_id=dispute_id)
 
 
@@ -254,7 +258,7 @@ async def check_refund(
     Always executes_refund: false and names who must approve; never calls a provider."""
     if not order_id and not charge_id:
         return ToolRefused(REASON_INVALID, "give order_id or charge_id").result()
-    return await guarded(_service_call, "refunds", "refund_check",  # type: ignore[return-value]
+    return await guarded(_service_call, "refunds", "refund_check",
                          order_id=order_id, charge_id=charge_id, amount_minor=amount_minor,
                          currency=currency.strip().upper())
 

@@ -100,7 +100,7 @@ async def propose_contract_terms(
     verbatim quote, checked by the server before anyone sees it (quote found, quote holds
     the number, sane units). Stores a proposal, never a contract: that needs
     save_contract_terms and the person's yes."""
-    return await guarded(_propose, filename, content, content_base64, path, write=True)  # type: ignore[return-value]
+    return await guarded(_propose, filename, content, content_base64, path, write=True)
 
 
 def _summary(proposal: dict[str, Any], effective_from: str) -> str:
@@ -188,5 +188,5 @@ async def save_contract_terms(
         caller(write=True)
     except ToolRefused as refused:
         return refused.result()
-    return await guarded(_save, proposal_id, effective_from, confirm, consent,  # type: ignore[return-value]
+    return await guarded(_save, proposal_id, effective_from, confirm, consent,
                          write=True)

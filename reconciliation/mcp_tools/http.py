@@ -15,6 +15,7 @@ MCP server sees it.
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from typing import Any
 
 import anyio
@@ -88,7 +89,7 @@ async def _serve(scope: dict[str, Any], body: bytes, who: Caller) -> tuple[int, 
         await answered.wait()  # the client "disconnects" only once the answer is complete
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         nonlocal status, headers
         if message["type"] == "http.response.start":
             status = message["status"]

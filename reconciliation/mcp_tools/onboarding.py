@@ -84,7 +84,7 @@ async def preview_file(kind: KindArg, filename: Filename, content: Content = Non
     MT940, Stripe's balance report, a layout confirmed before) with a few converted rows,
     or for a new layout the suggested column mapping, date format and converted rows for
     the person to check. Reads only."""
-    return await guarded(_preview_file, kind, filename, content, content_base64, path)  # type: ignore[return-value]
+    return await guarded(_preview_file, kind, filename, content, content_base64, path)
 
 
 def _list_contract_versions(who: Caller) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def _list_contract_versions(who: Caller) -> dict[str, Any]:
 async def list_contract_versions() -> Annotated[CallToolResult, ContractVersionsOut]:
     """Every contract version of the workspace: per currency, its terms from its effective
     date, with the clause each value was read from. Reads only."""
-    return await guarded(_list_contract_versions)  # type: ignore[return-value]
+    return await guarded(_list_contract_versions)
 
 
 def _list_loaded(who: Caller) -> dict[str, Any]:
@@ -123,7 +123,7 @@ def _list_loaded(who: Caller) -> dict[str, Any]:
 async def list_loaded() -> Annotated[CallToolResult, LoadedOut]:
     """What the workspace holds: imported files and rows per kind, confirmed layouts, the
     number of contract versions and the newest stored review. Reads only."""
-    return await guarded(_list_loaded)  # type: ignore[return-value]
+    return await guarded(_list_loaded)
 
 
 def _save_column_mapping(who: Caller, kind: str, mapping: dict[str, Any], filename: str, content: str | None,
@@ -147,7 +147,7 @@ async def save_column_mapping(
 ) -> Annotated[CallToolResult, WriteOut]:
     """Confirm a column mapping for this file's header (tenant_admin). Every row of the file
     must convert; later files with the same header then import in one step. Audited."""
-    return await guarded(_save_column_mapping, kind, mapping, filename, content,  # type: ignore[return-value]
+    return await guarded(_save_column_mapping, kind, mapping, filename, content,
                          content_base64, path, write=True)
 
 
@@ -167,5 +167,5 @@ async def import_file(kind: KindArg, filename: Filename, content: Content = None
                       path: LocalPath = None) -> Annotated[CallToolResult, WriteOut]:
     """Import one export into the workspace (tenant_admin): a recognised format or a
     confirmed layout, all rows or none, the same file never twice. Audited."""
-    return await guarded(_import_file, kind, filename, content, content_base64, path,  # type: ignore[return-value]
+    return await guarded(_import_file, kind, filename, content, content_base64, path,
                          write=True)

@@ -14,8 +14,8 @@ from reconciliation import engine
 from reconciliation.models import Break, Run
 from reconciliation.services.runs import input_digest, run_compute
 
-from .scope import REASON_INVALID, ToolRefused
 from .schemas import money
+from .scope import REASON_INVALID, ToolRefused
 
 DISPUTE_APPROVER = engine.FINANCE
 

@@ -102,8 +102,10 @@ async def db(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return await sync_to_async(run, thread_sensitive=True)()
 
 
-async def guarded(fn: Callable[..., T], *args: Any, write: bool = False, **kwargs: Any) -> T | CallToolResult:
-    """`db(fn, ...)` for the current caller, with refusals turned into tool errors."""
+async def guarded(fn: Callable[..., Any], *args: Any, write: bool = False, **kwargs: Any) -> Any:
+    """`db(fn, ...)` for the current caller, with refusals turned into tool errors (the
+    tools declare `Annotated[CallToolResult, Schema]`: a dict is checked against Schema, a
+    CallToolResult error is passed through)."""
     try:
         caller(write=write)
         return await db(fn, *args, **kwargs)

@@ -41,6 +41,6 @@ def build_tenant_server() -> MCPServer:
     server = build_server(name=SERVER_NAME, instructions=INSTRUCTIONS)
     for fn in READ_TOOLS:
         server.add_tool(fn, annotations=READ_ONLY, structured_output=True)
-    for fn in WRITE_TOOLS:
-        server.add_tool(fn, annotations=WRITE, structured_output=True)
+    for writer in WRITE_TOOLS:
+        server.add_tool(writer, annotations=WRITE, structured_output=True)
     return server

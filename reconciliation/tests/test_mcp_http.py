@@ -4,6 +4,7 @@ streamable HTTP client, authenticated with the tenant's bearer token."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ def _run(coro: Any) -> Any:
 
 
 async def _calls(url: str, token: str | None, calls: list[tuple[str, dict[str, Any]]], **client: Any) -> list[Any]:
-    out = []
+    out: list[Any] = []
     async with http_client(url, token, **client) as c:
         for name, args in calls:
             try:
@@ -168,7 +169,7 @@ def test_read_only_tools_change_nothing(sample, live_server) -> None:
     # One call first, so the token's last-use stamp (auth bookkeeping, once a minute) is set.
     _run(_calls(live_server.url, token, [("list_loaded", {})]))
     before = tables_digest()
-    break_id = Break.objects.filter(tenant=sample).order_by("position").first().pk
+    break_id = Break.objects.filter(tenant=sample).order_by("position")[0].pk
     results = _run(_calls(live_server.url, token, [
         ("reconcile", {}), ("reconcile", {"as_of": "2026-11-20"}), ("explain_break", {"break_id": break_id}),
         ("explain_break", {"as_of": "2026-11-20", "position": 0}), ("list_disputes", {}),
@@ -189,7 +190,7 @@ def test_read_only_tools_change_nothing(sample, live_server) -> None:
 def test_another_tenants_data_is_never_reachable(sample, live_server) -> None:
     other = tenant_create(slug="globex", name="Globex")
     token = token_issue(tenant=other, role="tenant_admin").plaintext
-    break_id = Break.objects.filter(tenant=sample).first().pk
+    break_id = Break.objects.filter(tenant=sample)[0].pk
     results = _run(_calls(live_server.url, token, [
         ("explain_break", {"break_id": break_id}), ("triage_dispute", {"dispute_id": "dp_1Nw0001"}),
         ("list_disputes", {}), ("reconcile", {}), ("list_loaded", {})]))
@@ -229,9 +230,8 @@ def test_onboarding_through_mcp_reproduces_the_sample(sample, live_server) -> No
                     "kind": kind, "mapping": mapping, "filename": name, "content": text})).structured_content
                 out[f"import_{kind}"] = (await c.call_tool("import_file", {
                     "kind": kind, "filename": name, "content": text})).structured_content
-            import base64
-
-            for kind, name in (("provider", "stripe_payout_reconciliation.csv"), ("bank", "bank_statement.camt053.xml")):
+            for kind, name in (("provider", "stripe_payout_reconciliation.csv"),
+                               ("bank", "bank_statement.camt053.xml")):
                 raw = base64.b64encode((EXPORTS / name).read_bytes()).decode()
                 preview = await c.call_tool("preview_file", {"kind": kind, "filename": name, "content_base64": raw})
                 out[f"preview_{kind}"] = preview.structured_content
