@@ -96,8 +96,10 @@ def test_the_whole_morning_names_every_planted_problem(sample, live_server) -> N
                       for d in review["disputes_due"]]
             packs = [await c.call_tool("draft_evidence_pack", {"dispute_id": d["dispute_id"]})
                      for d in review["disputes_due"]]
+            refund = (await c.call_tool("check_refund", {"charge_id": "ch_3Nw1003b", "amount_minor": 6500,
+                                                         "currency": "USD"})).structured_content
             return {"review": review, "explained": explained, "disputes": disputes, "triage": triage,
-                    "packs": packs}
+                    "packs": packs, "refund": refund}
 
     played = _run(morning())
     review = played["review"]
@@ -131,6 +133,10 @@ def test_the_whole_morning_names_every_planted_problem(sample, live_server) -> N
     (triage,) = played["triage"]
     assert triage["requires_human_decision"] is True and triage["win_likelihood"]["reasons"]
     assert triage["recommendation"]["approver"]
+    # Refunding the disputed duplicate would pay the customer twice: refused, and nothing executes.
+    refund = played["refund"]
+    assert refund["safe"] is False and refund["recommendation"]["action"] == "do_not_refund"
+    assert refund["recommendation"]["executes_refund"] is False and refund["recommendation"]["approver"]
     (pack,) = played["packs"]
     assert not pack.is_error and "dp_1Nw0001" in pack.structured_content["markdown"]
 
