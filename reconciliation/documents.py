@@ -17,7 +17,12 @@ UNSUPPORTED_DOCUMENT = "unsupported_document"  # not text, Markdown, HTML or PDF
 PDF_UNREADABLE = "pdf_unreadable"  # pypdf could not open it (damaged, encrypted with a password)
 PDF_NO_TEXT = "pdf_no_text"  # a PDF without a text layer (a scan): nothing to quote from
 EMPTY_DOCUMENT = "empty_document"  # no text at all
+DOCUMENT_TOO_LONG = "document_too_long"  # more text than a pricing schedule has
 MAX_PDF_PAGES = 100  # a pricing schedule is a few pages; more is not one (and costs time to parse)
+# About 75 dense pages of text. A schedule of fees is far shorter; a longer text is an archive
+# or a whole agreement, and reading it would hold a request for tens of seconds.
+MAX_TEXT_CHARS = 300_000
+MAX_HTML_BYTES = 5 * 1024 * 1024  # a saved web page with its scripts and styles inline
 
 _BLOCK_TAGS = frozenset({
     "p", "div", "br", "li", "ul", "ol", "tr", "table", "thead", "tbody", "tfoot", "h1", "h2", "h3", "h4", "h5",
@@ -132,7 +137,7 @@ def document_text(data: bytes, filename: str) -> tuple[str, str]:
     """(format, text) of a document: format is `pdf`, `html`, `markdown` or `text`.
 
     Raises ContractRefused (`unsupported_document`, `pdf_unreadable`, `pdf_no_text`,
-    `empty_document`)."""
+    `empty_document`, `document_too_long`)."""
     name = filename.lower()
     if data[:5] == b"%PDF-" or name.endswith(".pdf"):
         if data[:5] != b"%PDF-":
@@ -143,6 +148,9 @@ def document_text(data: bytes, filename: str) -> tuple[str, str]:
             raise ContractRefused(UNSUPPORTED_DOCUMENT, "a binary file: give text, Markdown, HTML or a text PDF")
         raw = _decode(data)
         if name.endswith((".html", ".htm", ".xhtml")) or _HTML_SNIFF.match(raw):
+            if len(data) > MAX_HTML_BYTES:
+                raise ContractRefused(DOCUMENT_TOO_LONG, f"the page has {len(data)} bytes; at most {MAX_HTML_BYTES} "
+                                      "are read (save the pricing part only)")
             doc_format, text = "html", html_to_text(raw)
         elif name.endswith((".md", ".markdown")):
             doc_format, text = "markdown", raw
@@ -151,4 +159,7 @@ def document_text(data: bytes, filename: str) -> tuple[str, str]:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise ContractRefused(EMPTY_DOCUMENT, "the document holds no text")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ContractRefused(DOCUMENT_TOO_LONG, f"the document has {len(text)} characters of text; at most "
+                              f"{MAX_TEXT_CHARS} are read (give the schedule of fees, not the whole agreement)")
     return doc_format, text

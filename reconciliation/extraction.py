@@ -58,15 +58,16 @@ _KEYWORDS = {
                      r"|non[\s-]?(?:eea|eu|us|uk)|ausl[äa]ndische|internationale?s?|étrang[eè]re?s?|overseas",
     "reserve": r"reserve|r[ée]serve|rücklage|sicherheitseinbehalt",
     "payout": r"pay[\s-]?outs?|paid out|settle(?:d|ment)?|transfers? to your bank|auszahlung(?:en)?|versements?"
-              r"|deposits?|funds (?:arrive|are available|become available)|available (?:in|after)|\bT\s?\+\s?\d",
+              r"|deposits?|funds (?:arrive|are available|become available)|available (?:in|after)|\bt\s?\+\s?\d",
     # Clauses whose percentages or amounts are not the card fee.
-    "other": r"refund|conversion|currency exchange|\bfx\b|instant|\btax\b|\bvat\b|minimum|monthly|volume"
-             r"|discount|invoice|billing|subscription|\bcap(?:ped)?\b|maximum|tiered|ach|sepa|bank transfer"
-             r"|direct debit|wire|crypto|terminal|in[\s-]person|tap to pay|link|klarna|afterpay|paypal",
+    "other": r"refund|conversion|currency exchange|\bfx\b|instant|\btax\b|\bvat\b|monthly|volume"
+             r"|discount|invoice|billing|subscription|\bcap(?:ped)?\b|tiered|\bach\b|\bsepa\b|bank transfer"
+             r"|direct debit|\bwire\b|crypto|terminal|in[\s-]person|tap to pay|\blink\b|klarna|afterpay|paypal",
     "cards": r"cards?|transactions?|charges?|payments?|karten|cartes?|tarjetas?|online|standard|processing",
     "fixed": r"fixed|flat|per (?:successful )?(?:transaction|charge|payment)|transaction fee|per tx|fixe",
 }
-_KW = {name: re.compile(rf"(?i)(?:{pattern})") for name, pattern in _KEYWORDS.items()}
+# Matched against the lower-cased clause: case-sensitive patterns are several times faster.
+_KW = {name: re.compile(rf"(?:{pattern})") for name, pattern in _KEYWORDS.items()}
 
 _AMOUNT_BEFORE = re.compile(rf"({CURRENCY_MARKER})\s?({NUMBER})(?![\d%])")
 _AMOUNT_AFTER = re.compile(
@@ -189,11 +190,13 @@ def _delay(clause: str) -> tuple[str, str] | None:
 
 
 def _topic(clause: str, heading: str) -> str | None:
-    for text in (clause, heading):
+    """What a clause is about (`clause` and `heading` lower-cased): the clause's own words
+    first, then its heading's; `other` for clauses whose numbers are not the card fee."""
+    for text, own in ((clause, True), (heading, False)):
         for topic in ("reserve", "chargeback", "international", "payout"):
             if _KW[topic].search(text):
                 return topic
-        if text is clause and _KW["other"].search(clause):
+        if own and _KW["other"].search(text):
             return "other"
     return None
 
@@ -208,7 +211,8 @@ def terms_extract(text: str) -> Extraction:
     lone_fixed: Term | None = None
 
     for clause, heading in _segments(text):
-        topic = _topic(clause, heading)
+        lower, lower_heading = clause.lower(), heading.lower()
+        topic = _topic(lower, lower_heading)
         percents = _percents(clause)
         amounts = _amounts(clause, dollar=dollar, fallback=doc_currency)
         if topic == "reserve":
@@ -222,7 +226,7 @@ def terms_extract(text: str) -> Extraction:
         elif topic == "international":
             # "+1.5%" or "an additional 1.5%" is a surcharge; "3.25% + €0.25 for international
             # cards" is a whole other rate, and its surcharge is not written anywhere to quote.
-            extra = [p for p in percents if p[2]] or (percents if _SURCHARGE.search(clause) else [])
+            extra = [p for p in percents if p[2]] or (percents if _SURCHARGE.search(lower) else [])
             if extra and "international_surcharge" not in terms:
                 terms["international_surcharge"] = Term(_plain(extra[0][1]), "percent", clause)
         elif topic == "payout":
@@ -231,7 +235,7 @@ def terms_extract(text: str) -> Extraction:
                 terms["payout_delay"] = Term(delay[0], delay[1], clause)
         elif topic is None:
             percents = [p for p in percents if not p[2]]  # "+ 0.5% for manually entered cards" adds to a fee
-            rank = 0 if _KW["cards"].search(clause) or _KW["cards"].search(heading) else 1
+            rank = 0 if _KW["cards"].search(lower) or _KW["cards"].search(lower_heading) else 1
             if percents and (card_fee is None or rank < card_fee[0]):
                 start, value, _plus = percents[0]
                 after = [a for pos, a in amounts if pos > start] or [
@@ -240,7 +244,7 @@ def terms_extract(text: str) -> Extraction:
                 if fixed is not None or card_fee is None:
                     card_fee = (rank if fixed is not None else rank + 1, Term(_plain(value), "percent", clause),
                                 fixed)
-            elif amounts and not percents and lone_fixed is None and _KW["fixed"].search(clause + " " + heading):
+            elif amounts and not percents and lone_fixed is None and _KW["fixed"].search(f"{lower} {lower_heading}"):
                 lone_fixed = Term(_money(amounts[0][1]), amounts[0][1].currency, clause)
     if card_fee is not None:
         terms["percentage_fee"] = card_fee[1]

@@ -101,25 +101,23 @@ def numbers_in(text: str) -> list[tuple[set[Decimal], bool, bool, int, int]]:
     return found
 
 
+# Every marker at once, longest first, so `US$` is read as USD and never as the `S$` inside it.
+_MARKER_RE = re.compile(rf"(?<![A-Za-z])(?:{_SYMBOL_ALTERNATIVES})|\$|¢|\b(?:{_CODE_ALTERNATIVES})\b")
+
+
 def currencies_marked(text: str, *, dollar: str = "USD") -> set[str]:
     """Currencies `text` names by code or symbol; a bare `$` (or `¢`) reads as `dollar`."""
     found: set[str] = set()
-    for symbol, code in SYMBOLS.items():
-        if symbol in text:
-            found.add(code)
-    for code in re.findall(rf"\b(?:{_CODE_ALTERNATIVES})\b", text):
-        found.add(code)
-    bare = re.sub(r"(?:US|U\.S\.|A|AU|C|CA|NZ|S|HK|R|Mex)\$", "", text)
-    if "$" in bare or "¢" in bare:
-        found.add(dollar)
+    for match in _MARKER_RE.finditer(text):
+        marker = match.group(0)
+        found.add(dollar if marker in ("$", "¢") else SYMBOLS.get(marker, marker))
     return found
 
 
 def document_dollar(text: str) -> str:
-    """What a bare `$` means in this document: the one dollar currency it names by code,
-    else USD (the dollar sign's usual reading)."""
-    named = {c for c in re.findall(rf"\b(?:{_CODE_ALTERNATIVES})\b", text) if c in DOLLAR_CODES}
-    named |= {code for symbol, code in SYMBOLS.items() if symbol.endswith("$") and symbol in text}
+    """What a bare `$` means in this document: the one dollar currency it names by code or
+    prefix (`CAD`, `C$`), else USD (the dollar sign's usual reading)."""
+    named = {SYMBOLS.get(m.group(0), m.group(0)) for m in _MARKER_RE.finditer(text)} & DOLLAR_CODES
     return next(iter(named)) if len(named) == 1 else "USD"
 
 

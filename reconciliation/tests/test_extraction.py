@@ -217,3 +217,27 @@ def test_an_international_rate_is_not_read_as_a_surcharge() -> None:
     assert values(text)["percentage_fee"] == ("1.5", "percent")
     added = "Cards 1.5% + €0.25\nAn additional 2% applies to cards issued outside the EEA\nDisputes: €15\nT+3 payouts"
     assert values(added)["international_surcharge"] == ("2", "percent")
+
+
+def test_words_inside_other_words_do_not_exclude_the_card_fee() -> None:
+    # "each" holds "ach", "minimum" qualifies the card fee rather than naming another one.
+    text = "Cards: 2.9% + 30¢ each (minimum charge $0.50)\nChargeback fee: $15.00\nPayouts: T+2"
+    assert values(text)["percentage_fee"] == ("2.9", "percent") and values(text)["fixed_fee"] == ("0.30", "USD")
+
+
+def test_a_document_longer_than_a_pricing_schedule_is_refused() -> None:
+    from reconciliation.documents import MAX_TEXT_CHARS, document_text
+    from reconciliation.services.contracts import ContractRefused
+
+    with pytest.raises(ContractRefused) as refused:
+        document_text(b"Cards: 2.9% + 30c\n" * (MAX_TEXT_CHARS // 10), "long.txt")
+    assert refused.value.reason == "document_too_long"
+
+
+def test_dollar_prefixes_are_read_whole() -> None:
+    from reconciliation.money_words import currencies_marked, document_currency
+
+    assert currencies_marked("Cards: 2.9% + US$0.30") == {"USD"}
+    assert currencies_marked("Cards: 2.9% + CA$0.30") == {"CAD"}
+    assert currencies_marked("30¢ and $15", dollar="CAD") == {"CAD"}
+    assert document_currency("Fees in US$: 2.9% + US$0.30, disputes US$15") == "USD"
