@@ -28,8 +28,8 @@ import csv
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -46,7 +46,6 @@ from integrations.domain import (
     RetriesExhausted,
     SubscriptionCancelled,
 )
-from paypilot.disputes import DisputeReport
 from integrations.providers import (
     Credentials,
     Envelope,
@@ -55,6 +54,7 @@ from integrations.providers import (
     age_exceeds,
     load_json,
 )
+from paypilot.disputes import DisputeReport
 
 NAME = "stripe"
 TOLERANCE_SECONDS = 300  # stripe.Webhook.DEFAULT_TOLERANCE, inclusive; one-sided (old only)

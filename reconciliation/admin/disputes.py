@@ -39,7 +39,8 @@ class RefundCheckForm(forms.Form):
                                     help_text="platform admins only: whose data to check")
     order_id = forms.CharField(required=False, max_length=128)
     charge_id = forms.CharField(required=False, max_length=128)
-    amount = forms.CharField(required=False, max_length=32, help_text="major units, e.g. 65.00; empty: all that is left")
+    amount = forms.CharField(required=False, max_length=32,
+                             help_text="major units, e.g. 65.00; empty: all that is left")
     currency = forms.CharField(required=False, max_length=3)
     as_of = forms.DateField(required=False, help_text="YYYY-MM-DD; empty: today")
 
@@ -51,7 +52,6 @@ class DisputeRowAdmin(TenantScopedReadOnlyAdmin):
     list_filter = ("source", "status", "tenant")
     search_fields = ("dispute_id", "charge_id")
     list_select_related = ("tenant",)
-    show_full_result_count = False
 
     @admin.display(description="amount")
     def amount_col(self, obj: DisputeRow) -> str:
@@ -98,7 +98,9 @@ class DisputeRowAdmin(TenantScopedReadOnlyAdmin):
             raise PermissionDenied
         own = admin_tenant_for(request.user)
         form = RefundCheckForm(request.GET or None)
-        form.fields["tenant"].queryset = Tenant.objects.all() if own is None else Tenant.objects.none()
+        tenant_field = form.fields["tenant"]
+        assert isinstance(tenant_field, forms.ModelChoiceField)
+        tenant_field.queryset = Tenant.objects.all() if own is None else Tenant.objects.none()
         answer: dict[str, Any] | None = None
         error = ""
         if form.is_bound and form.is_valid():

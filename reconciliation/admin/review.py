@@ -20,10 +20,10 @@ from django.views.decorators.http import require_POST
 from paypilot.admin_perf import choices_filter, pairs
 from paypilot.admin_tenancy import TenantScopedAdminMixin, TenantScopedReadOnlyAdmin, admin_tenant_for
 from paypilot.money import format_minor
+from paypilot.tenancy import tenant_context
 from reconciliation.engine import BREAK_KINDS
 from reconciliation.models import Break, Run
 from reconciliation.selectors import review_csv, run_latest
-from paypilot.tenancy import tenant_context
 from reconciliation.services.disputes import dispute_list
 from reconciliation.services.review import morning_review, todo_marked
 from reconciliation.services.runs import break_assign, break_resolve, input_digest
@@ -38,7 +38,6 @@ class RunAdmin(TenantScopedReadOnlyAdmin):
     list_display = ("as_of", "created_at", "match_rate", "breaks_count", "input_digest", "tenant")
     list_filter = ("tenant",)
     date_hierarchy = None
-    show_full_result_count = False
 
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
@@ -143,7 +142,6 @@ class BreakAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: ignore[type
     readonly_fields = ("tenant", "run", "position", "kind", "amount_minor", "currency", "refs", "explanation",
                        "contract_version", "status", "assignee", "resolution_note", "resolved_at", "resolved_by")
     actions = ["assign_to_me", "resolve_selected"]
-    show_full_result_count = False
 
     @admin.display(description="amount")
     def amount_col(self, obj: Break) -> str:

@@ -30,7 +30,7 @@ from reconciliation.services.facts import (
     disputes_current,
     is_open,
     money_of,
-    order_of,
+    orders_of,
     run_for,
 )
 
@@ -59,7 +59,8 @@ STRIPE_REASONS: dict[str, str] = {
 # Other providers' and banks' words (a disputes file from Adyen, PayPal, a bank): the first
 # fragment found in the normalised reason decides.
 REASON_FRAGMENTS: tuple[tuple[str, str], ...] = (
-    ("unrecogni", UNRECOGNISED), ("fraud", FRAUDULENT), ("unauthori", FRAUDULENT), ("no_authori", FRAUDULENT), ("cardholder_authori", FRAUDULENT),
+    ("unrecogni", UNRECOGNISED), ("fraud", FRAUDULENT), ("unauthori", FRAUDULENT), ("no_authori", FRAUDULENT),
+    ("cardholder_authori", FRAUDULENT),
     ("duplicate", DUPLICATE), ("paid_by_other", DUPLICATE), ("not_received", PRODUCT_NOT_RECEIVED),
     ("non_receipt", PRODUCT_NOT_RECEIVED), ("not_delivered", PRODUCT_NOT_RECEIVED),
     ("subscription", SUBSCRIPTION_CANCELLED), ("recurring", SUBSCRIPTION_CANCELLED),
@@ -117,23 +118,35 @@ class DisputeContext:
         return live[0]
 
 
-def _context(tenant: Tenant, row: DisputeRow, as_of: date, index: BreakIndex) -> DisputeContext:
-    days_left = (row.evidence_due_by - as_of).days if row.evidence_due_by else None
-    [charge] = charges_for(tenant=tenant, as_of=as_of, charge_ids=[row.charge_id])[:1] or [None]
-    order_id = charge.order_id if charge else ""
-    order = order_of(tenant=tenant, as_of=as_of, order_id=order_id) if order_id else None
-    captures = charges_for(tenant=tenant, as_of=as_of, order_id=order_id) if order_id else (
-        [charge] if charge else [])
-    breaks = index.touching(charges={row.charge_id} - {""}, orders={order_id} - {""})
-    return DisputeContext(row=row, family=reason_family(row.reason), days_left=days_left, charge=charge,
-                          order_captures=captures, order=order, breaks=breaks)
+def _contexts(tenant: Tenant, rows: list[DisputeRow], as_of: date, index: BreakIndex) -> list[DisputeContext]:
+    """Each dispute with its charge, the captures of its order and the order, read with one
+    query per kind of row for all the disputes together."""
+    by_charge: dict[str, ChargeFacts] = {}
+    for c in charges_for(tenant=tenant, as_of=as_of, charge_ids=[r.charge_id for r in rows]):
+        by_charge.setdefault(c.charge_id, c)
+    order_ids = sorted({c.order_id for c in by_charge.values() if c.order_id})
+    captures: dict[str, list[ChargeFacts]] = {}
+    for c in charges_for(tenant=tenant, as_of=as_of, order_ids=order_ids):
+        captures.setdefault(c.order_id, []).append(c)
+    orders = orders_of(tenant=tenant, as_of=as_of, order_ids=order_ids)
+    out = []
+    for row in rows:
+        charge = by_charge.get(row.charge_id)
+        order_id = charge.order_id if charge else ""
+        days_left = (row.evidence_due_by - as_of).days if row.evidence_due_by else None
+        breaks = index.touching(charges={row.charge_id} - {""}, orders={order_id} - {""})
+        out.append(DisputeContext(
+            row=row, family=reason_family(row.reason), days_left=days_left, charge=charge,
+            order_captures=captures.get(order_id, []) if order_id else ([charge] if charge else []),
+            order=orders.get(order_id), breaks=breaks))
+    return out
 
 
 def context_for(*, tenant: Tenant, dispute_id: str, as_of: date) -> DisputeContext:
     row = disputes_current(tenant=tenant, as_of=as_of).filter(dispute_id=dispute_id).first()
     if row is None:
         raise ReconLookupError(DISPUTE_NOT_FOUND, f"no dispute {dispute_id!r} for this tenant as of {as_of}")
-    return _context(tenant, row, as_of, BreakIndex(run_for(tenant=tenant, as_of=as_of)))
+    return _contexts(tenant, [row], as_of, BreakIndex(run_for(tenant=tenant, as_of=as_of)))[0]
 
 
 def _heuristic(ctx: DisputeContext) -> list[Point]:
@@ -277,7 +290,7 @@ def _list(*, tenant: Tenant, as_of: date, status: str | None) -> list[dict[str, 
         else:
             rows = [r for r in rows if r.status == word]
     index = BreakIndex(run_for(tenant=tenant, as_of=as_of))
-    items = [_triage(_context(tenant, row, as_of, index)) for row in rows]
+    items = [_triage(ctx) for ctx in _contexts(tenant, rows, as_of, index)]
     far = 10**9
     items.sort(key=lambda d: (not d["open"], d["days_left"] if d["days_left"] is not None else far,
                               d["dispute_id"]))

@@ -85,22 +85,25 @@ def _facts_and_timeline(ctx: DisputeContext) -> tuple[list[dict[str, Any]], list
     row = ctx.row
     order = ctx.order
     if order is not None:
-        facts.append({"fact": "order", "text": f"Order {order.order_id} of {money_of(order.amount_minor, order.currency)['display']}"
+        shown = money_of(order.amount_minor, order.currency)["display"]
+        facts.append({"fact": "order", "text": f"Order {order.order_id} of {shown}"
                       f" placed {order.ordered_at:%Y-%m-%d}" + (f", status {order.status!r}" if order.status else ""),
                       "source": f"orders file, line {order.line}", **money_of(order.amount_minor, order.currency)})
         timeline.append({"at": order.ordered_at.isoformat(), "event": f"order {order.order_id} placed"})
     for capture in ctx.order_captures:
         disputed = ctx.charge is not None and capture.charge_id == ctx.charge.charge_id
+        captured = money_of(capture.captured_minor, capture.currency)["display"]
         facts.append({"fact": "capture", "text": f"Capture {capture.transaction_id} (charge {capture.charge_id}) of "
-                      f"{money_of(capture.captured_minor, capture.currency)['display']} on {capture.created_at:%Y-%m-%d}"
+                      f"{captured} on {capture.created_at:%Y-%m-%d}"
                       + (" — the disputed charge" if disputed else ""),
                       "source": "provider report", **money_of(capture.captured_minor, capture.currency)})
         timeline.append({"at": capture.created_at.isoformat(),
                          "event": f"captured {money_of(capture.captured_minor, capture.currency)['display']} "
                                   f"({capture.transaction_id})"})
         for refund in capture.refunds:
+            back = money_of(refund["amount_minor"], capture.currency)["display"]
             facts.append({"fact": "refund", "text": f"Refund {refund['transaction_id']} of "
-                          f"{money_of(refund['amount_minor'], capture.currency)['display']} on charge {capture.charge_id}"
+                          f"{back} on charge {capture.charge_id}"
                           f" on {refund['created_at']:%Y-%m-%d}", "source": "provider report",
                           **money_of(refund["amount_minor"], capture.currency)})
             timeline.append({"at": refund["created_at"].isoformat(),
@@ -180,7 +183,8 @@ def _markdown(pack: dict[str, Any]) -> str:
     if pack["triage"]["same_story"]:
         lines += [f"> {e(pack['triage']['same_story'])}", ""]
     lines += ["## Why this likelihood", ""]
-    lines += [f"- {r['points']:+d}: {e(r['why'])}" for r in pack["triage"]["win_likelihood"]["reasons"]] or ["- (base score only)"]
+    reasons = pack["triage"]["win_likelihood"]["reasons"]
+    lines += [f"- {r['points']:+d}: {e(r['why'])}" for r in reasons] or ["- (base score only)"]
     lines += ["", "## What the data already proves", ""]
     lines += [f"- {e(f['text'])} ({e(f['source'])})" for f in pack["proven_facts"]] or ["- nothing yet"]
     lines += ["", "## To gather", ""] + [f"- [ ] {e(item)}" for item in pack["to_gather"]]

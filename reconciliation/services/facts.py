@@ -80,36 +80,41 @@ def _charge_key(row: ProviderRow) -> str:
 
 
 def charges_for(*, tenant: Tenant, as_of: date, charge_ids: list[str] | None = None,
-                order_id: str | None = None) -> list[ChargeFacts]:
-    """The captures of the given charges, or of one order (by the order's payment
-    reference or the order reference the provider carries), oldest first, with their
-    refunds, partial-capture reversals and dispute rows."""
+                order_id: str | None = None, order_ids: list[str] | None = None) -> list[ChargeFacts]:
+    """The captures of the given charges, or of orders (by the order's payment reference
+    or the order reference the provider carries), oldest first, with their refunds,
+    partial-capture reversals and dispute rows. One query per kind of row for any number
+    of ids: callers with many disputes ask once for all of them."""
     rows = ProviderRow.objects.filter(tenant=tenant, created_at__lt=end_of(as_of))
     if charge_ids is not None:
-        wanted = [c for c in charge_ids if c]
+        wanted = sorted({c for c in charge_ids if c})
         if not wanted:
             return []
         charges = rows.filter(type=ProviderRow.Type.CHARGE).filter(
             Q(charge_id__in=wanted) | Q(charge_id="", transaction_id__in=wanted))
     else:
-        refs = list(OrderRow.objects.filter(tenant=tenant, order_id=order_id).exclude(payment_reference="")
+        ids = sorted({o for o in (order_ids if order_ids is not None else [order_id]) if o})
+        if not ids:
+            return []
+        refs = list(OrderRow.objects.filter(tenant=tenant, order_id__in=ids).exclude(payment_reference="")
                     .values_list("payment_reference", flat=True))
         charges = rows.filter(type=ProviderRow.Type.CHARGE).filter(
-            Q(order_reference=order_id) | Q(charge_id__in=refs) | Q(charge_id="", transaction_id__in=refs))
+            Q(order_reference__in=ids) | Q(charge_id__in=refs) | Q(charge_id="", transaction_id__in=refs))
     captures = list(_newest(charges, "transaction_id").order_by("created_at", "transaction_id"))
     keys = sorted({_charge_key(c) for c in captures})
     related = list(_newest(rows.filter(charge_id__in=keys).exclude(type=ProviderRow.Type.CHARGE), "transaction_id")
                    .order_by("created_at", "transaction_id"))
     orders = _orders_by_reference(tenant=tenant, as_of=as_of, references=keys)
+    by_key: dict[str, list[ProviderRow]] = {}
+    for r in related:
+        by_key.setdefault(r.charge_id, []).append(r)
     out: list[ChargeFacts] = []
     for c in captures:
         key = _charge_key(c)
         facts = ChargeFacts(charge_id=key, transaction_id=c.transaction_id, created_at=c.created_at,
                             currency=c.currency, captured_minor=c.amount_minor, fee_minor=c.fee_minor,
                             order_id=orders.get(key) or c.order_reference, payout_id=c.payout_id)
-        for r in related:
-            if r.charge_id != key:
-                continue
+        for r in by_key.get(key, []):
             if r.type == ProviderRow.Type.ADJUSTMENT:
                 facts.captured_minor += r.amount_minor
             elif r.type == ProviderRow.Type.REFUND:
@@ -128,6 +133,15 @@ def _orders_by_reference(*, tenant: Tenant, as_of: date, references: list[str]) 
         return {}
     rows = OrderRow.objects.filter(tenant=tenant, ordered_at__lt=end_of(as_of), payment_reference__in=references)
     return dict(_newest(rows, "order_id").values_list("payment_reference", "order_id"))
+
+
+def orders_of(*, tenant: Tenant, as_of: date, order_ids: list[str]) -> dict[str, OrderRow]:
+    """The newest row of each order (one query)."""
+    ids = sorted({o for o in order_ids if o})
+    if not ids:
+        return {}
+    rows = OrderRow.objects.filter(tenant=tenant, order_id__in=ids, ordered_at__lt=end_of(as_of))
+    return {r.order_id: r for r in _newest(rows, "order_id")}
 
 
 def order_of(*, tenant: Tenant, as_of: date, order_id: str) -> OrderRow | None:

@@ -14,9 +14,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from paypilot.money import currency_known
-from paypilot.money import currency_known
 from paypilot.models import Tenant
+from paypilot.money import currency_known
 from paypilot.tenancy import tenant_context
 from reconciliation.engine import FINANCE, money
 from reconciliation.services.errors import (
@@ -66,8 +65,8 @@ def _captures(*, tenant: Tenant, as_of: date, order_id: str | None, charge_id: s
     captures = charges_for(tenant=tenant, as_of=as_of, order_id=order_id)
     live = [c for c in captures if c.refundable_minor > 0]
     # For an order captured twice, the capture to refund is the duplicate (the newest).
-    target = live[-1] if live else (captures[-1] if captures else None)
-    return captures, target, order_id
+    chosen = live[-1] if live else (captures[-1] if captures else None)
+    return captures, chosen, order_id
 
 
 def refund_check(*, tenant: Tenant, order_id: str | None = None, charge_id: str | None = None,
