@@ -95,7 +95,10 @@ def explain(code: Code, rail: ExplainRail = "ach") -> dict[str, Any]:
 
 def _explain_network(code: str, network: str) -> dict[str, Any]:
     signal = "network_advice_code" if network == "mastercard" else "network_decline_code"
-    verdict = network_verdict(card_brand=network, **{signal: code})
+    if network == "mastercard":
+        verdict = network_verdict(card_brand=network, network_advice_code=code)
+    else:
+        verdict = network_verdict(card_brand=network, network_decline_code=code)
     limits = [rule.citation() | {"max_attempts": rule.max_attempts, "window_days": rule.window_days}
               for rule in NETWORK_RULES if rule.network == network and rule.signal == "declined"]
     if verdict.never_retry:
@@ -116,12 +119,17 @@ def _explain_network(code: str, network: str) -> dict[str, Any]:
     }
 
 
-def build_server() -> MCPServer:
+DECISIONS_INSTRUCTIONS = ("Read-only decision tables for bank-rail return codes (ach, sepa, bacs). "
+                          "Every answer names the row that fired and whether the code matched or fell through.")
+
+
+def build_server(*, name: str = SERVER_NAME, instructions: str = "") -> MCPServer:
+    """The three decision tools; `reconciliation.mcp_tools.server` adds the tenant's tools
+    to the same server (under its own name and instructions)."""
     server: MCPServer = MCPServer(
-        SERVER_NAME,
+        name,
         version=server_version(),
-        instructions=("Read-only decision tables for bank-rail return codes (ach, sepa, bacs). "
-                      "Every answer names the row that fired and whether the code matched or fell through."),
+        instructions=" ".join(filter(None, (instructions, DECISIONS_INSTRUCTIONS))),
         log_level="WARNING",
     )
     for fn in (lookup_return_code, list_decisions, explain):

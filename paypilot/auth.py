@@ -36,6 +36,7 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "drafts.approve": frozenset({Role.APPROVER, Role.TENANT_ADMIN}),
     "tokens.read": frozenset({Role.TENANT_ADMIN}),
     "recon.read": _ALL,  # the payments review: viewer and up
+    "recon.write": frozenset({Role.TENANT_ADMIN}),  # the MCP onboarding writes (imports, layouts, contract terms)
 }
 
 

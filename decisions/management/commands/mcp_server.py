@@ -1,6 +1,9 @@
-"""`manage.py mcp_server`: the read-only decision-table MCP server over stdio.
+"""`manage.py mcp_server [--tenant T [--role R]]`: the MCP server over stdio.
 
-stdout carries only the protocol; every log line goes to stderr.
+Without --tenant: the three read-only decision-table tools. With --tenant: those plus the
+thirteen payments-ops tools of that tenant's workspace (reconciliation.mcp_tools), acting
+with --role (default viewer: read only; tenant_admin may import and save). stdout carries
+only the protocol; every log line goes to stderr.
 """
 
 from __future__ import annotations
@@ -9,17 +12,37 @@ import logging
 import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from decisions import rails
 from decisions.mcp_server import build_server
+from paypilot.models import Role, Tenant
 
 
 class Command(BaseCommand):
-    help = "Serve the bank-rail decision tables as an MCP server over stdio (read-only)."
+    help = ("Serve the bank-rail decision tables as an MCP server over stdio (read-only); with --tenant, also "
+            "that tenant's payments-ops tools.")
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", help="tenant slug: add the payments-ops tools scoped to this tenant")
+        parser.add_argument("--role", default=Role.VIEWER,
+                            choices=[Role.VIEWER, Role.APPROVER, Role.INTEGRATOR, Role.TENANT_ADMIN],
+                            help="the role the tools act with (default viewer: read only; tenant_admin writes)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
         for name in rails.RAILS:
             rails.rail_get(name)  # load and check every table before the first request
-        build_server().run("stdio")
+        if not options["tenant"]:
+            build_server().run("stdio")
+            return
+        from reconciliation.mcp_tools.scope import TRANSPORT_STDIO, Caller, current_caller
+        from reconciliation.mcp_tools.server import build_tenant_server
+
+        tenant = Tenant.objects.filter(slug=options["tenant"]).first()
+        if tenant is None:
+            raise CommandError(f"no tenant {options['tenant']!r}")
+        if not tenant.is_active:
+            raise CommandError(f"tenant {tenant.slug} is {tenant.status}")
+        current_caller.set(Caller(tenant=tenant, role=options["role"], transport=TRANSPORT_STDIO))
+        build_tenant_server().run("stdio")
