@@ -12,12 +12,22 @@ def _demo_sample(sender: Any, stdout: Any, **kwargs: Any) -> None:
                  f"{run.breaks_count} breaks); try: manage.py recon_run --tenant {SAMPLE_TENANT} --as-of {run.as_of}")
 
 
+def _stdio_tenant_server(*, tenant: Any, role: str) -> Any:
+    """`manage.py mcp_server --tenant T --role R`: every tool, acting as R for T over stdio."""
+    from reconciliation.mcp_tools.scope import TRANSPORT_STDIO, Caller, current_caller
+    from reconciliation.mcp_tools.server import build_tenant_server
+
+    current_caller.set(Caller(tenant=tenant, role=role, transport=TRANSPORT_STDIO))
+    return build_tenant_server()
+
+
 class ReconciliationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "reconciliation"
     verbose_name = "Reconciliation"
 
     def ready(self) -> None:
+        from decisions.mcp_server import tenant_server_register
         from paypilot.disputes import register_dispute_sink
         from paypilot.signals import demo_setup_done
         from reconciliation.services.dispute_feed import dispute_record_live
@@ -25,3 +35,5 @@ class ReconciliationConfig(AppConfig):
         demo_setup_done.connect(_demo_sample, dispatch_uid="reconciliation.sample")
         # Stripe's charge.dispute.* webhooks (integrations) land in the dispute table here.
         register_dispute_sink(dispute_record_live)
+        # The stdio MCP command lives in decisions; it serves these tools through this factory.
+        tenant_server_register(_stdio_tenant_server)

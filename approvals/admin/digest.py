@@ -11,6 +11,7 @@ from django.http import HttpRequest
 
 from approvals.models import DigestPreference, DigestSend
 from approvals.services import APPROVE_PERMISSION
+from paypilot.admin_perf import FastChangelistMixin
 
 
 def _approver(request: HttpRequest) -> bool:
@@ -23,7 +24,7 @@ def _own(request: HttpRequest, obj: Any) -> bool:
 
 
 @admin.register(DigestPreference)
-class DigestPreferenceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class DigestPreferenceAdmin(FastChangelistMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     """An approver's own setting: off, hourly or daily. The user field is theirs, fixed; a
     platform admin may set anyone's."""
 
@@ -31,6 +32,7 @@ class DigestPreferenceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ["frequency"]
     list_select_related = ["user"]
     raw_id_fields = ["user"]
+    ordering = ["-pk"]  # the primary key's index: pages without a count or a sort
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
@@ -64,7 +66,7 @@ class DigestPreferenceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(DigestSend)
-class DigestSendAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class DigestSendAdmin(FastChangelistMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     """Which digests went out (or were dry runs): one row per user and period."""
 
     list_display = ["created_at", "user", "frequency", "period_start", "status", "items", "error_code"]

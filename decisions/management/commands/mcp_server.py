@@ -1,7 +1,8 @@
 """`manage.py mcp_server [--tenant T [--role R]]`: the MCP server over stdio.
 
 Without --tenant: the three read-only decision-table tools. With --tenant: those plus the
-thirteen payments-ops tools of that tenant's workspace (reconciliation.mcp_tools), acting
+thirteen payments-ops tools of that tenant's workspace (reconciliation.mcp_tools, offered
+through decisions.mcp_server.tenant_server_register), acting
 with --role (default viewer: read only; tenant_admin may import and save). stdout carries
 only the protocol; every log line goes to stderr.
 """
@@ -15,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from decisions import rails
-from decisions.mcp_server import build_server
+from decisions.mcp_server import build_server, tenant_server_build
 from paypilot.models import Role, Tenant
 
 
@@ -36,13 +37,12 @@ class Command(BaseCommand):
         if not options["tenant"]:
             build_server().run("stdio")
             return
-        from reconciliation.mcp_tools.scope import TRANSPORT_STDIO, Caller, current_caller
-        from reconciliation.mcp_tools.server import build_tenant_server
-
         tenant = Tenant.objects.filter(slug=options["tenant"]).first()
         if tenant is None:
             raise CommandError(f"no tenant {options['tenant']!r}")
         if not tenant.is_active:
             raise CommandError(f"tenant {tenant.slug} is {tenant.status}")
-        current_caller.set(Caller(tenant=tenant, role=options["role"], transport=TRANSPORT_STDIO))
-        build_tenant_server().run("stdio")
+        server = tenant_server_build(tenant=tenant, role=options["role"])
+        if server is None:
+            raise CommandError("no app offers tenant tools (is reconciliation installed?)")
+        server.run("stdio")
