@@ -10,7 +10,6 @@ names the reason and the limit, never the value that was sent.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from importlib import metadata
 from typing import Annotated, Any
 
@@ -137,22 +136,3 @@ def build_server(*, name: str = SERVER_NAME, instructions: str = "") -> MCPServe
         server.add_tool(fn, annotations=READ_ONLY, structured_output=True)
     return server
 
-
-# Tools scoped to one tenant's workspace come from an app below this one (reconciliation's
-# payments-ops tools). It offers a factory from its AppConfig.ready(), so `mcp_server --tenant`
-# can serve them while decisions imports no app beneath it (DESIGN.md section 1).
-TenantServerFactory = Callable[..., MCPServer]  # (tenant=, role=) -> a server with every tool
-_tenant_server_factory: TenantServerFactory | None = None
-
-
-def tenant_server_register(factory: TenantServerFactory) -> None:
-    global _tenant_server_factory
-    _tenant_server_factory = factory
-
-
-def tenant_server_build(*, tenant: Any, role: str) -> MCPServer | None:
-    """The decision tools plus the tenant's workspace tools, acting as `role`; None when no
-    app offers tenant tools."""
-    if _tenant_server_factory is None:
-        return None
-    return _tenant_server_factory(tenant=tenant, role=role)

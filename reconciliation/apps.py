@@ -27,8 +27,8 @@ class ReconciliationConfig(AppConfig):
     verbose_name = "Reconciliation"
 
     def ready(self) -> None:
-        from decisions.mcp_server import tenant_server_register
         from paypilot.disputes import register_dispute_sink
+        from paypilot.mcp_registry import tenant_server_register
         from paypilot.signals import demo_setup_done
         from reconciliation.services.dispute_feed import dispute_record_live
 

@@ -62,7 +62,7 @@ def workspace(tenant, other_tenant, make_approval, approver, settings):  # type:
     make_approval(other_tenant, subject="Globex pending")
     result = {"money_in_breaks_minor": {"USD": 4900}, "disputes_due": [
         {"dispute_id": "dp_1", "charge_id": "ch_1", "due_by": "2026-12-04", "days_left": 2,
-         "amount_minor": 2500, "currency": "USD"}]}
+         "amount_minor": 2500, "currency": "USD"}], "todo": []}
     Run.objects.create(tenant=tenant, as_of=now.date(), input_digest="d" * 64, result_json=json.dumps(result),
                        result_sha256="s" * 64, match_rate=0.9, breaks_count=1, actor="user:1")
     return {"drafts": drafts, "second": second, "approved": approved}

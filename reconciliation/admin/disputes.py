@@ -15,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
+from paypilot.admin_perf import choices_filter
 from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin, admin_tenant_for
 from paypilot.models import Tenant
 from paypilot.money import currency_normalise, to_minor
@@ -24,6 +25,7 @@ from reconciliation.models import DisputeRow
 from reconciliation.services.disputes import dispute_triage
 from reconciliation.services.errors import ReconLookupError
 from reconciliation.services.evidence import evidence_pack_draft
+from reconciliation.services.facts import AWAITING_RESPONSE, CLOSED, UNDER_REVIEW
 from reconciliation.services.refunds import refund_check
 
 
@@ -45,11 +47,18 @@ class RefundCheckForm(forms.Form):
     as_of = forms.DateField(required=False, help_text="YYYY-MM-DD; empty: today")
 
 
+def _status_choices() -> list[tuple[str, str]]:
+    return [(word, word.replace("_", " ")) for word in sorted(AWAITING_RESPONSE | UNDER_REVIEW | CLOSED)]
+
+
 @admin.register(DisputeRow)
 class DisputeRowAdmin(TenantScopedReadOnlyAdmin):
     list_display = ("dispute_id", "amount_col", "reason", "status", "evidence_due_by", "source", "charge_id",
                     "tenant")
-    list_filter = ("source", "status", "tenant")
+    # Status is the provider's own word (free text): a fixed list of the words we know, so
+    # drawing the filter never runs a DISTINCT over the table.
+    list_filter = ("source", choices_filter(title="status", parameter="status", lookup="status",
+                                            choices=_status_choices), "tenant")
     search_fields = ("dispute_id", "charge_id")
     list_select_related = ("tenant",)
 

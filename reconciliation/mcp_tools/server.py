@@ -8,7 +8,7 @@ import functools
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
-from decisions.mcp_server import build_server
+from paypilot.mcp_registry import decision_server_build
 
 from . import analysis, contracts, onboarding
 
@@ -38,7 +38,7 @@ WRITE_TOOL_NAMES = frozenset(fn.__name__ for fn in WRITE_TOOLS)
 @functools.cache
 def build_tenant_server() -> MCPServer:
     """One server per process: the caller (tenant, role) is per call (`scope.current_caller`)."""
-    server = build_server(name=SERVER_NAME, instructions=INSTRUCTIONS)
+    server: MCPServer = decision_server_build(name=SERVER_NAME, instructions=INSTRUCTIONS)
     for fn in READ_TOOLS:
         server.add_tool(fn, annotations=READ_ONLY, structured_output=True)
     for writer in WRITE_TOOLS:

@@ -2,7 +2,7 @@
 
 Without --tenant: the three read-only decision-table tools. With --tenant: those plus the
 thirteen payments-ops tools of that tenant's workspace (reconciliation.mcp_tools, offered
-through decisions.mcp_server.tenant_server_register), acting
+through paypilot.mcp_registry), acting
 with --role (default viewer: read only; tenant_admin may import and save). stdout carries
 only the protocol; every log line goes to stderr.
 """
@@ -16,7 +16,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from decisions import rails
-from decisions.mcp_server import build_server, tenant_server_build
+from decisions.mcp_server import build_server
+from paypilot.mcp_registry import tenant_server_build
 from paypilot.models import Role, Tenant
 
 
