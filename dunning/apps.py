@@ -17,7 +17,9 @@ def _draft_invoice_currency():  # type: ignore[no-untyped-def]
 
     from dunning.models import Draft
 
-    return Subquery(Draft.objects.filter(decision_id=OuterRef("pk")).order_by("pk").values("invoice__currency")[:1])
+    # No ORDER BY: with one, PostgreSQL may walk the drafts' primary key for each decision row
+    # (LIMIT 1 over an ordered scan) instead of the decision_id index; a decision has one draft.
+    return Subquery(Draft.objects.filter(decision_id=OuterRef("pk")).order_by().values("invoice__currency")[:1])
 
 
 class DunningConfig(AppConfig):
