@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dunning import llm, retrieval
-from dunning.llm import ChatReply
+from dunning.tests.fakes import FakeChat
 
 
 @pytest.fixture(autouse=True)
@@ -19,20 +19,6 @@ def _fresh_seams() -> Iterator[None]:
     yield
     llm.reset_chat_client()
     retrieval.reset_retriever()
-
-
-class FakeChat:
-    """Stands in for the model: answers with whatever `respond(system, user)` returns."""
-
-    model = "gpt-4o-mini"
-
-    def __init__(self, respond: Callable[[str, str], str]) -> None:
-        self.respond = respond
-        self.calls: list[dict[str, str]] = []
-
-    def complete(self, *, system: str, user: str, max_tokens: int) -> ChatReply:
-        self.calls.append({"system": system, "user": user})
-        return ChatReply(text=self.respond(system, user), input_tokens=900, output_tokens=200)
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 from django.core.management import call_command
 
 from dunning import llm
-from dunning.llm import ChatReply
 from dunning.models import LlmUsage
+from dunning.tests.fakes import FakeChat as SharedFakeChat
 from paypilot.models import AuditEvent
 from reconciliation.layout_model import layout_suggest_assisted, mask_cell
 
@@ -29,16 +29,10 @@ GOOD = {"columns": {"order_id": {"header": "Kundennr. Beleg", "confidence": 0.9}
         "date_format": "%Y.%m.%d %Hh%M"}
 
 
-class FakeChat:
-    model = "gpt-4o-mini"
 
+class FakeChat(SharedFakeChat):
     def __init__(self, respond: Callable[[str, str], str]) -> None:
-        self.respond = respond
-        self.calls: list[dict[str, str]] = []
-
-    def complete(self, *, system: str, user: str, max_tokens: int) -> ChatReply:
-        self.calls.append({"system": system, "user": user})
-        return ChatReply(text=self.respond(system, user), input_tokens=500, output_tokens=80)
+        super().__init__(respond, input_tokens=500, output_tokens=80)
 
 
 @pytest.fixture(autouse=True)

@@ -14,8 +14,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from dunning import llm
-from dunning.llm import ChatReply
 from dunning.models import LlmUsage
+from dunning.tests.fakes import FakeChat as SharedFakeChat
 from paypilot.models import AuditEvent
 from reconciliation.models import ContractProposal, ContractVersion
 from reconciliation.selectors import contract_versions_list
@@ -35,18 +35,10 @@ Questions: billing@acme-payments.example
 PRICING_BYTES = PRICING.encode()
 
 
-class FakeChat:
-    """Stands in for OpenAI at the one seam (`dunning.llm.build_chat_client`)."""
 
-    model = "gpt-4o-mini"
-
+class FakeChat(SharedFakeChat):
     def __init__(self, respond: Callable[[str, str], str]) -> None:
-        self.respond = respond
-        self.calls: list[dict[str, str]] = []
-
-    def complete(self, *, system: str, user: str, max_tokens: int) -> ChatReply:
-        self.calls.append({"system": system, "user": user})
-        return ChatReply(text=self.respond(system, user), input_tokens=1200, output_tokens=300)
+        super().__init__(respond, input_tokens=1200, output_tokens=300)
 
 
 @pytest.fixture(autouse=True)
