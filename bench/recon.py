@@ -15,7 +15,7 @@ PostgreSQL, the server backend's own, read from /proc/<pg_backend_pid()>/stat wh
 server runs on this machine. CPU time is what says the rate per core.
 
 Usage: .venv/bin/python bench/recon.py [--orders 1000000] [--payouts 20000] [--cpu 0]
-       [--postgres postgres://postgres@127.0.0.1:5432/pp_rec_bench]
+       [--postgres postgres://postgres@127.0.0.1:5432/pp_rec_bench [--app-role paypilot_app]]
 """
 
 from __future__ import annotations
@@ -128,6 +128,8 @@ def main() -> None:
     parser.add_argument("--payouts", type=int, default=20_000, help="payouts (and bank lines)")
     parser.add_argument("--cpu", type=int, default=0, help="CPU to pin to (-1: do not pin)")
     parser.add_argument("--postgres", default="", help="a PostgreSQL URL instead of a fresh SQLite file")
+    parser.add_argument("--app-role", default="", help="PostgreSQL: import and run as this application role "
+                        "(created by pg_roles' app_role_apply), under row-level security as in production")
     args = parser.parse_args()
     if args.cpu >= 0:
         os.sched_setaffinity(0, {args.cpu})
@@ -163,6 +165,15 @@ def main() -> None:
                "date_format": "%d/%m/%Y %H:%M", "decimal_separator": ",", "delimiter": ";"}
     head = b"".join(files["orders"].open("rb").readlines()[:50])
     layout_save(tenant=tenant, kind="orders", mapping=mapping, sample=head, actor="bench")
+    if args.app_role:
+        # The role the web server and the cluster use: row-level security applies, so an
+        # import goes through a temporary table (COPY FROM is refused on a table under RLS).
+        from paypilot.pg_roles import app_role_apply
+
+        app_role_apply(role=args.app_role)
+        connection.close()
+        connection.settings_dict["USER"] = args.app_role
+        print(f"as role {args.app_role} (row-level security applies)")
     total_rows, total_time, total_cpu, total_server = 0, 0.0, 0.0, 0.0
     print(f"load average    {os.getloadavg()[0]:.1f} (1 min) before the imports")
     for kind in ("provider", "orders", "bank"):

@@ -64,7 +64,8 @@ def read_cells(data: bytes, delimiter: str) -> tuple[list[str], pl.DataFrame] | 
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     sep = delimiter.encode()
-    if len(sep) != 1 or sep in b'"\r\n' or not data or b"\x00" in data or data.count(b"\r") != data.count(b"\r\n"):
+    if len(sep) != 1 or sep in b'"\r\n' or not data or b"\x00" in data or (
+            b"\r" in data and data.count(b"\r") != data.count(b"\r\n")):  # two counts only if any CR
         return None
     skeleton = data
     if b'"' in data:

@@ -8,6 +8,8 @@ resolving a break writes the break, never the rows it points at.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
@@ -75,9 +77,20 @@ class Layout(models.Model):
         return f"{self.kind} layout {self.header_key[:10]}"
 
 
+# The three bulk row tables (a million rows per file) keep their tenant and file keys without
+# a database constraint or a single-column index. A constraint costs a trigger and a lookup
+# per inserted row (on PostgreSQL 9.5 s of a 24 s million-row import, measured with
+# bench/recon.py); the rows are written only by the import service, in the transaction that
+# creates their ImportFile, with that file's own tenant and id, and deleting a tenant or a
+# file still cascades through Django's collector. Every query on these tables names the
+# tenant first, so the composite indexes below serve it; a lone tenant or file index is
+# never read and cost another index insert per row.
+BULK_ROW_KEY: dict[str, Any] = {"db_constraint": False, "db_index": False}
+
+
 class OrderRow(models.Model):
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, **BULK_ROW_KEY)
+    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE, **BULK_ROW_KEY)
     line = models.IntegerField()
     order_id = models.CharField(max_length=128)
     ordered_at = models.DateTimeField()
@@ -109,8 +122,8 @@ class ProviderRow(models.Model):
         PAYOUT = "payout"  # the transfer to the bank itself
         ADJUSTMENT = "adjustment"  # anything else the provider booked
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, **BULK_ROW_KEY)
+    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE, **BULK_ROW_KEY)
     line = models.IntegerField()
     transaction_id = models.CharField(max_length=128)
     created_at = models.DateTimeField()
@@ -128,9 +141,12 @@ class ProviderRow(models.Model):
 
     class Meta:
         indexes = [
+            # The lookups made (services/facts.py, the MCP break detail): by transaction and
+            # by charge (captures and what refers to them). Not by order reference: a
+            # refund check or triage by order scans the tenant's rows for it once, where an
+            # index would cost every import (docs/reconciliation.md, Speed).
             models.Index(fields=["tenant", "transaction_id"]),
-            models.Index(fields=["tenant", "type", "charge_id"]),
-            models.Index(fields=["tenant", "payout_id"]),
+            models.Index(fields=["tenant", "charge_id"]),
         ]
 
     def __str__(self) -> str:
@@ -138,8 +154,8 @@ class ProviderRow(models.Model):
 
 
 class BankRow(models.Model):
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
-    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, **BULK_ROW_KEY)
+    file = models.ForeignKey(ImportFile, on_delete=models.CASCADE, **BULK_ROW_KEY)
     line = models.IntegerField()
     booking_date = models.DateField()
     booking_day = models.IntegerField()

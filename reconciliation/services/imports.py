@@ -355,7 +355,7 @@ def file_import(
     limit = settings.PAYPILOT_RECON_MAX_FILE_BYTES
     if len(data) > limit:
         raise FileRefused(REASON_TOO_LARGE, f"the file has {len(data)} bytes; the limit is {limit}")
-    if not data.strip():
+    if not data or data.isspace():  # strip() would copy the whole file to learn the same
         raise FileRefused("empty_file", "the file is empty")
     digest = hashlib.sha256(data).hexdigest()
     with tenant_context(tenant):

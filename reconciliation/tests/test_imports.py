@@ -182,3 +182,17 @@ def test_a_file_that_is_not_utf8_is_refused_with_its_line(tenant) -> None:
     with pytest.raises(FileRefused) as caught:
         file_import(tenant=tenant, kind="orders", filename="o.csv", data=latin1, actor="test")
     assert caught.value.reason == "bad_encoding" and not ImportFile.objects.exists()
+
+
+def test_deleting_a_file_takes_its_rows_and_only_its_rows(tenant, other_tenant) -> None:
+    # The bulk row tables keep no database foreign key (models.BULK_ROW_KEY): the cascade is
+    # Django's, and it must still reach every row of the file and nothing else.
+    data = (EXPORTS / "stripe_payout_reconciliation.csv").read_bytes()
+    gone = file_import(tenant=tenant, kind="provider", filename="r.csv", data=data, actor="test")
+    layout_save(tenant=tenant, kind="orders", mapping=MAPPING, sample=ORDERS_CSV.encode(), actor="test")
+    orders = file_import(tenant=tenant, kind="orders", filename="o.csv", data=ORDERS_CSV.encode(), actor="test")
+    kept = file_import(tenant=other_tenant, kind="provider", filename="r.csv", data=data, actor="test")
+    ImportFile.objects.filter(pk=gone.pk).delete()
+    assert not ProviderRow.objects.filter(file_id=gone.pk).exists()
+    assert ProviderRow.objects.filter(file=kept).count() == 14
+    assert OrderRow.objects.filter(file=orders).count() == 2
