@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from dunning.models import Draft
 from paypilot.models import Tenant
 
 
@@ -51,6 +52,10 @@ class ApprovalRequest(models.Model):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="+")
     draft = models.OneToOneField("dunning.Draft", on_delete=models.PROTECT, related_name="approval")
+    # The draft's source, copied when the request is opened so the console's "template or
+    # LLM" filter is a range of this table's indexes instead of a join to every request's
+    # draft. Nothing changes a draft after the pipeline writes it, so the copy cannot go stale.
+    source = models.CharField(max_length=16, choices=Draft.Source.choices)
     invoice = models.ForeignKey("ledger.Invoice", on_delete=models.PROTECT, related_name="approvals")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     subject = models.CharField(max_length=300)
@@ -77,12 +82,19 @@ class ApprovalRequest(models.Model):
         permissions = [("approve_approvalrequest", "Can approve or reject drafts")]
         # The console's orderings, each ending in id so a page window is read from the index
         # alone: the queue of one status, and ?queue=all; per tenant and (platform admins)
-        # across tenants.
+        # across tenants. The source twins serve the same orderings under the "template or
+        # LLM" filter, where a rare source (LLM) would otherwise mean walking the expiry
+        # index past every request of the other one.
         indexes = [
             models.Index(fields=["tenant", "status", "expires_at", "id"], name="approval_tenant_queue"),
             models.Index(fields=["status", "expires_at", "id"], name="approval_status_queue"),
             models.Index(fields=["tenant", "expires_at", "id"], name="approval_tenant_expiry"),
             models.Index(fields=["expires_at", "id"], name="approval_expiry"),
+            models.Index(fields=["tenant", "source", "status", "expires_at", "id"],
+                         name="approval_tenant_source_queue"),
+            models.Index(fields=["source", "status", "expires_at", "id"], name="approval_source_queue"),
+            models.Index(fields=["tenant", "source", "expires_at", "id"], name="approval_tenant_source_expiry"),
+            models.Index(fields=["source", "expires_at", "id"], name="approval_source_expiry"),
         ]
 
     def __str__(self) -> str:

@@ -129,9 +129,9 @@ def approvals_open(*, drafts: list[Draft], now: datetime | None = None) -> list[
         invoice = invoices[draft.invoice_id]  # type: ignore[index]
         annual = annual_value_minor(draft=draft, invoice=invoice)
         rows.append(ApprovalRequest(
-            tenant_id=draft.tenant_id, draft=draft, invoice=invoice, subject=draft.subject, body=draft.body,
-            requested_at=now, expires_at=expires_at, high_value=_is_high_value(annual, invoice.currency),
-            annual_value_minor=annual,
+            tenant_id=draft.tenant_id, draft=draft, invoice=invoice, source=draft.source, subject=draft.subject,
+            body=draft.body, requested_at=now, expires_at=expires_at,
+            high_value=_is_high_value(annual, invoice.currency), annual_value_minor=annual,
         ))
     try:
         with transaction.atomic():

@@ -106,6 +106,8 @@ def _build(*, invoices: int, approvals: int) -> None:
     true = "TRUE" if vendor == "postgresql" else "1"
     false = "FALSE" if vendor == "postgresql" else "0"
     pending_from = max(1, approvals - approvals // 20)  # the newest 5% are still pending
+    # Draft n's source (1% LLM); request n copies it, as approvals_open does.
+    draft_source = "CASE WHEN n % 100 = 0 THEN 'llm' ELSE 'template' END"
     statements = {
         "customers": (customers, f"""
             INSERT INTO ledger_customer (id, tenant_id, external_id, name, email, plan, mrr_minor,
@@ -139,13 +141,12 @@ def _build(*, invoices: int, approvals: int) -> None:
             INSERT INTO dunning_draft (id, tenant_id, invoice_id, decision_id, subject, body, diagnosis,
                 locale, source, fallback_used, guard_verdict, created_at)
             SELECT n, {t}, n, n, 'Your payment did not go through', 'Hello, the card on file ...', 'card',
-                {_case('n', ('en', 'en', 'de', 'fr', 'es'))},
-                CASE WHEN n % 100 = 0 THEN 'llm' ELSE 'template' END, (n % 500 = 0), {json_obj},
+                {_case('n', ('en', 'en', 'de', 'fr', 'es'))}, {draft_source}, (n % 500 = 0), {json_obj},
                 {ts(f'n * {STEP_SECONDS}')}"""),
         "approval requests": (approvals, f"""
-            INSERT INTO approvals_approvalrequest (id, tenant_id, draft_id, invoice_id, status, subject,
+            INSERT INTO approvals_approvalrequest (id, tenant_id, draft_id, invoice_id, source, status, subject,
                 body, edited, requested_at, expires_at, high_value, note, withdrawn_reason)
-            SELECT n, {t}, n, n,
+            SELECT n, {t}, n, n, {draft_source},
                 CASE WHEN n >= {pending_from} THEN 'pending'
                      ELSE {_case('n', ('approved', 'approved', 'approved', 'rejected', 'expired'))} END,
                 'Your payment did not go through', 'Hello, the card on file ...', {false},

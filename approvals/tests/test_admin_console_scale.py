@@ -104,3 +104,20 @@ def test_a_page_past_the_end_redirects_like_the_stock_admin(logged_in, tenant, m
     make_approval(tenant)
     response = logged_in.get(QUEUE, {"queue": "all", "p": 99})
     assert response.status_code == 302 and "e=1" in response["Location"]
+
+
+@pytest.mark.parametrize("params", [{"source": "llm"}, {"queue": "all", "source": "llm"}])
+def test_the_source_filter_reads_the_requests_own_column_not_the_draft(logged_in, tenant, make_approval, params):
+    """`?source=llm` lists only the requests of LLM drafts, and its WHERE is the request's
+    copy of the source (an index range), not a join from every request to its draft."""
+    make_approval(tenant)  # a template draft's request
+    llm = make_approval(tenant, source="llm")
+    with CaptureQueriesContext(connection) as queries:
+        cl = logged_in.get(QUEUE, params).context["cl"]
+    assert [a.pk for a in cl.result_list] == [llm.pk]
+    listing = [q["sql"] for q in queries if q["sql"].startswith('SELECT "approvals_approvalrequest"."id"')]
+    window = [sql for sql in listing if ' AS "pk" FROM ' in sql]
+    assert window and all(" JOIN " not in sql for sql in window)  # the page's ids: no join at all
+    for sql in listing:  # the rows' query joins the draft for its columns, never to filter
+        where = sql.split(" WHERE ", 1)[1]
+        assert '"approvals_approvalrequest"."source" = ' in where and "dunning_draft" not in where

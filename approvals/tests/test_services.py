@@ -18,6 +18,7 @@ from approvals.services import (
     approval_reject,
 )
 from approvals.tests.factories import DraftFactory, UserFactory, finance_user
+from dunning.models import Draft
 from ledger.tests.factories import CustomerFactory, InvoiceFactory
 from paypilot.models import AuditEvent
 
@@ -34,6 +35,21 @@ def test_open_is_idempotent_and_sets_expiry(tenant, settings):
     assert (first.subject, first.body) == (draft.subject, draft.body)
     ttl = timedelta(hours=settings.PAYPILOT_APPROVAL_TTL_HOURS)
     assert before + ttl <= first.expires_at <= timezone.now() + ttl
+
+
+def test_open_copies_each_drafts_source_onto_its_request(tenant):
+    """The console's "template or LLM" filter reads the request's own copy of the source."""
+    from approvals.services import approvals_open
+
+    template = DraftFactory(tenant=tenant, source=Draft.Source.TEMPLATE)
+    llm = DraftFactory(tenant=tenant, source=Draft.Source.LLM)
+    single = DraftFactory(tenant=tenant, source=Draft.Source.LLM)
+
+    approvals_open(drafts=[template, llm])
+    approval_open(draft=single)
+
+    stored = dict(ApprovalRequest.objects.values_list("draft_id", "source"))
+    assert stored == {template.pk: "template", llm.pk: "llm", single.pk: "llm"}
 
 
 def test_open_many_returns_existing_requests_and_creates_the_rest_in_order(tenant):
