@@ -113,6 +113,10 @@ class Invoice(models.Model):
         ]
         indexes = [
             models.Index(fields=["tenant", "state"]),
+            # The platform admin's invoice changelist filtered by state, in its order
+            # (-failed_at, -id): a range of this index with no sort. Without it SQLite sorted
+            # every invoice of the state (143,000 recovered of 1,000,000: 320 ms a page).
+            models.Index(fields=["state", "failed_at", "id"], name="ledger_inv_state"),
             models.Index(fields=["tenant", "subscription_id"]),
             models.Index(fields=["tenant", "failed_at"]),
             # The invoice changelist's order for platform admins (all tenants); a tenant's

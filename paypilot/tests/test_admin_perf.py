@@ -129,3 +129,15 @@ def test_invoice_changelist_filters_search_and_deep_pages_without_count(client, 
     html = client.get(url, {"q": "in_00"}).content.decode()
     assert "more than 3 invoices (not counted)" in html  # eight match: a next page, no total
     assert "Search matches the start" in html
+
+
+def test_platform_invoice_changelist_by_state_reads_an_index_range_in_its_order(tenant):
+    # The changelist's order (-failed_at, -id) under ?state= across tenants: an index range,
+    # never a sort of every invoice in that state (143,000 of 1,000,000 recovered: 320 ms on
+    # SQLite). A tenant's staff are served by (tenant, state) at that size (120-210 ms).
+    InvoiceFactory(tenant=tenant, state=Invoice.State.RECOVERED)
+    query = (Invoice.objects.filter(state=Invoice.State.RECOVERED).order_by("-failed_at", "-id")
+             .values("pk")[:51].query)
+    plan = explain(*query.sql_with_params())
+    assert "ledger_inv_state" in plan, plan
+    assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
