@@ -80,11 +80,11 @@ class Layout(models.Model):
 # The three bulk row tables (a million rows per file) keep their tenant and file keys without
 # a database constraint or a single-column index. A constraint costs a trigger and a lookup
 # per inserted row (on PostgreSQL 9.5 s of a 24 s insert of a million provider rows, measured
-# in isolation; docs/benchmarks.md, Reconciliation); the rows are written only by the import service, in the transaction that
-# creates their ImportFile, with that file's own tenant and id, and deleting a tenant or a
-# file still cascades through Django's collector. Every query on these tables names the
-# tenant first, so the composite indexes below serve it; a lone tenant or file index is
-# never read and cost another index insert per row.
+# in isolation; docs/benchmarks.md, Reconciliation); the rows are written only by the import
+# service, in the transaction that creates their ImportFile, with that file's own tenant and
+# id, and deleting a tenant or a file still cascades through Django's collector. Every query
+# on these tables names the tenant first, so the composite indexes below serve it; a lone
+# tenant or file index is never read and cost another index insert per row.
 BULK_ROW_KEY: dict[str, Any] = {"db_constraint": False, "db_index": False}
 
 
