@@ -24,7 +24,7 @@ from ledger.models import Invoice
 from ledger.money import to_minor
 from paypilot.admin_tenancy import admin_tenant_for
 from paypilot.models import Tenant
-from paypilot.services import audit_entry, audit_record, audit_record_many, pii_hash
+from paypilot.services import audit_entry, audit_record, audit_record_many, pii_hash, rows_insert
 from paypilot.tenancy import tenant_context
 
 logger = logging.getLogger("paypilot.approvals")
@@ -138,7 +138,7 @@ def approvals_open(*, drafts: list[Draft], now: datetime | None = None) -> list[
             # A newer draft replaces whatever still waits for the same invoice.
             approvals_withdraw(invoice_ids=[row.invoice_id for row in rows], reason=Withdrawn.SUPERSEDED,
                                now=now)
-            ApprovalRequest.objects.bulk_create(rows)
+            rows_insert(rows)
     except IntegrityError:  # opened concurrently: the one that won is the answer
         if len(missing) > 1:  # find which one, each on its own
             rows = [approvals_open(drafts=[draft], now=now)[0] for draft in missing]

@@ -26,7 +26,7 @@ from decisions.rules import Decision
 from decisions.selectors import rule_table_cache_clear
 from paypilot.admin_tenancy import admin_is_platform, admin_tenant_for
 from paypilot.models import Tenant
-from paypilot.services import audit_record
+from paypilot.services import audit_record, rows_insert
 
 _SOURCES = frozenset(DecisionRecord.Source.values)
 
@@ -78,7 +78,8 @@ def decision_record_many(*, tenant: Tenant, decisions: list[tuple[str, Decision]
                                         decided_at=decided_at, currency=currency))
         for (ref, decision), currency in zip(decisions, currencies, strict=True)
     ]
-    return DecisionRecord.objects.bulk_create(records)
+    rows_insert(records)
+    return records
 
 
 def _record_values(*, tenant: Tenant, invoice_ref: str, decision: Decision, source: str,

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from paypilot.bulk import rows_insert_json
 from paypilot.models import ApiToken, AuditEvent, Role, Tenant
 from paypilot.tenancy import platform_audit_insert
 
@@ -106,10 +107,11 @@ def audit_record_many(entries: list[AuditEvent]) -> None:
 
 def rows_insert(rows: Sequence[models.Model]) -> None:
     """Insert new rows of one model, their ids set: a plain INSERT for one row (the single
-    services' path), one multi-row INSERT for several (both backends return the ids)."""
+    services' path), one multi-row INSERT for several (both backends return the ids; on
+    PostgreSQL through one JSON document, see paypilot.bulk)."""
     if len(rows) == 1:
         rows[0].save(force_insert=True)
-    elif rows:
+    elif rows and not rows_insert_json(rows):
         type(rows[0])._default_manager.bulk_create(rows)
 
 

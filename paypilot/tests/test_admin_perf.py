@@ -135,6 +135,11 @@ def test_platform_invoice_changelist_by_state_reads_an_index_range_in_its_order(
     # The changelist's order (-failed_at, -id) under ?state= across tenants: an index range,
     # never a sort of every invoice in that state (143,000 of 1,000,000 recovered: 320 ms on
     # SQLite). A tenant's staff are served by (tenant, state) at that size (120-210 ms).
+    # SQLite's plan follows the schema; PostgreSQL's follows the statistics earlier tests left
+    # (a bitmap scan and a sort of a handful of rows is its right choice on a small table), so
+    # there the million-row figures come from bench/admin_pages.py.
+    if connection.vendor != "sqlite":
+        pytest.skip("the plan at test size depends on PostgreSQL's statistics")
     InvoiceFactory(tenant=tenant, state=Invoice.State.RECOVERED)
     query = (Invoice.objects.filter(state=Invoice.State.RECOVERED).order_by("-failed_at", "-id")
              .values("pk")[:51].query)
