@@ -5,12 +5,12 @@ transition, decision, draft, approval request and their audit events). Django's
 `bulk_create` on PostgreSQL spends most of its time in Python: compiling every value
 through the field's preparation chain and quoting one array per column (psycopg's array
 dumper is Python code). Here the rows travel as ONE JSON document, serialised by the C
-encoder, and the server turns it back into rows with `json_populate_recordset` against the
-table's own row type, so each value is cast exactly as the column declares it:
+encoder (an array per row, the columns checked a column at a time), and the server reads it
+back with one cast per column to the column's type:
 
     INSERT INTO t (c1, ..., cn)
-    SELECT c1, ..., cn FROM json_populate_recordset(NULL::t, %s) WITH ORDINALITY AS r
-    ORDER BY ordinality RETURNING id
+    SELECT (d.r->>0)::bigint, (d.r->>1), ..., NULLIF(d.r->n, 'null'::jsonb)
+    FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS d(r, n) ORDER BY d.n RETURNING id
 
 The rows are inserted in list order and their ids come back in that order, the same
 property Django's own `UNNEST` form relies on. Row-level security applies as to any INSERT.
@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
+from operator import attrgetter
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
@@ -41,34 +42,10 @@ class _Unsupported(Exception):
     """A value this path does not convert exactly: the caller falls back to bulk_create."""
 
 
-def _as_is(value: Any) -> Any:
-    return value
-
-
 def _text(value: Any) -> Any:
     if value is None or isinstance(value, str):
         return value
     return str(value)  # what Django's to_python would make of an int or a lazy string
-
-
-def _integer(value: Any) -> Any:
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    raise _Unsupported
-
-
-def _boolean(value: Any) -> Any:
-    if value is None or isinstance(value, bool):
-        return value
-    raise _Unsupported
-
-
-def _float(value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return value
-    raise _Unsupported
 
 
 def _datetime(value: Any) -> Any:
@@ -103,54 +80,96 @@ def _uuid(value: Any) -> Any:
     raise _Unsupported
 
 
-# Field class (exactly: a subclass may prepare its values differently) -> converter to the
-# JSON value PostgreSQL casts back into the column type. Decimals are left to Django, whose
-# rounding to the column's places (half even) differs from the server's (half away from 0).
-_CONVERTERS: dict[type[models.Field], Converter] = {
-    models.CharField: _text, models.TextField: _text, models.EmailField: _text, models.SlugField: _text,
-    models.URLField: _text, models.GenericIPAddressField: _text,
-    models.IntegerField: _integer, models.BigIntegerField: _integer, models.SmallIntegerField: _integer,
-    models.PositiveIntegerField: _integer, models.PositiveBigIntegerField: _integer,
-    models.PositiveSmallIntegerField: _integer,
-    models.BooleanField: _boolean, models.FloatField: _float,
-    models.DateTimeField: _datetime, models.DateField: _date, models.TimeField: _time, models.UUIDField: _uuid,
-    models.JSONField: _as_is,  # embedded as JSON; the column's jsonb cast reads it back
+# Field class (exactly: a subclass may prepare its values differently) -> (the SQL that reads
+# element i of a row array `d.r` back into the column's type, how the column's values are
+# checked or converted). Decimals are left to Django, whose rounding to the column's places
+# (half even) differs from the server's (half away from zero). Text is read as `text`, never
+# as `varchar(n)`, whose explicit cast would truncate where the INSERT refuses an overlong value.
+_TEXT = ("(d.r->>{i})", "text")
+_INT = ("(d.r->>{i})::bigint", "int")  # the INSERT's assignment cast checks the column's range
+_COLUMN_KINDS: dict[type[models.Field], tuple[str, str]] = {
+    models.CharField: _TEXT, models.TextField: _TEXT, models.EmailField: _TEXT, models.SlugField: _TEXT,
+    models.URLField: _TEXT, models.GenericIPAddressField: _TEXT,
+    models.IntegerField: _INT, models.BigIntegerField: _INT, models.SmallIntegerField: _INT,
+    models.PositiveIntegerField: _INT, models.PositiveBigIntegerField: _INT, models.PositiveSmallIntegerField: _INT,
+    models.BooleanField: ("(d.r->>{i})::boolean", "bool"),
+    models.FloatField: ("(d.r->>{i})::double precision", "float"),
+    models.DateTimeField: ("(d.r->>{i})::timestamptz", "datetime"),
+    models.DateField: ("(d.r->>{i})::date", "date"),
+    models.TimeField: ("(d.r->>{i})::time", "time"),
+    models.UUIDField: ("(d.r->>{i})::uuid", "uuid"),
+    # Embedded as JSON; Python None is SQL NULL, as Django stores it.
+    models.JSONField: ("NULLIF(d.r->{i}, 'null'::jsonb)", "json"),
 }
 _KEY_TARGETS = (models.AutoField, models.BigAutoField, models.SmallAutoField, models.IntegerField,
                 models.BigIntegerField)
 _DATES = (models.DateTimeField, models.DateField)  # pre_save: auto_now / auto_now_add
+# Types a column's values may already have, by kind (None always); anything else in a
+# column goes through that kind's converter below, or makes the insert fall back.
+_NONE = type(None)
+_PLAIN: dict[str, frozenset[type]] = {
+    "text": frozenset({str, _NONE}), "int": frozenset({int, _NONE}), "bool": frozenset({bool, _NONE}),
+    "float": frozenset({float, int, _NONE}),  # non-finite floats: json.dumps(allow_nan=False) refuses
+    "json": frozenset(),  # any value plain JSON carries; json.dumps (no encoder) refuses the rest
+}
+_CONVERT: dict[str, Converter] = {"text": _text, "datetime": _datetime, "date": _date, "time": _time,
+                                  "uuid": _uuid}
+
+
+@dataclass(frozen=True)
+class _Column:
+    attname: str
+    kind: str
+    pre_save: models.Field | None  # the field, when pre_save fills the value (auto_now...)
 
 
 @cache
-def _plan(model: type[models.Model]) -> tuple[str, list[tuple[str, str, Converter, models.Field | None]]] | None:
-    """(INSERT statement, [(column, attname, converter, field if it needs pre_save)]) for
-    `model`, or None if a field needs Django's own preparation."""
+def _plan(model: type[models.Model]) -> tuple[str, list[_Column]] | None:
+    """(INSERT statement, its columns in order) for `model`, or None if a field needs
+    Django's own preparation."""
     opts = model._meta
     pk = opts.pk
     if type(pk) not in (models.AutoField, models.BigAutoField, models.SmallAutoField):
         return None
-    columns: list[tuple[str, str, Converter, models.Field | None]] = []
+    columns: list[_Column] = []
+    names: list[str] = []
+    reads: list[str] = []
+    quote = connections["default"].ops.quote_name
     for field in opts.concrete_fields:
         if field is pk:
             continue
         if type(field) in (models.ForeignKey, models.OneToOneField):
             if type(field.target_field) not in _KEY_TARGETS:  # type: ignore[attr-defined]
                 return None
-            converter: Converter | None = _integer
+            spec: tuple[str, str] | None = _INT
         else:
-            converter = _CONVERTERS.get(type(field))
-        if converter is None or (type(field) is models.JSONField and field.encoder not in (None, DjangoJSONEncoder)):
+            spec = _COLUMN_KINDS.get(type(field))
+        if spec is None or (type(field) is models.JSONField and field.encoder not in (None, DjangoJSONEncoder)):
             return None
         dated = type(field) in _DATES and (field.auto_now or field.auto_now_add)  # type: ignore[attr-defined]
-        pre_save = field if dated else None
-        columns.append((field.column, field.attname, converter, pre_save))
-    quote = connections["default"].ops.quote_name
-    names = ", ".join(quote(column) for column, *_ in columns)
+        columns.append(_Column(field.attname, spec[1], field if dated else None))
+        names.append(quote(field.column))
+        reads.append(spec[0].format(i=len(reads)))
     table = quote(opts.db_table)
-    # json_populate_recordset matches the document's keys to the row type's column names.
-    sql = (f"INSERT INTO {table} ({names}) SELECT {names} FROM json_populate_recordset(NULL::{table}, %s) "
-           f"WITH ORDINALITY AS r ORDER BY r.ordinality RETURNING {quote(pk.column)}")
+    sql = (f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(reads)} "
+           f"FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS d(r, n) ORDER BY d.n "
+           f"RETURNING {quote(pk.column)}")
     return sql, columns
+
+
+def _column_values(column: _Column, values: Sequence[Any]) -> Sequence[Any]:
+    """The column's values as the document carries them; raises _Unsupported."""
+    plain = _PLAIN.get(column.kind)
+    if plain is not None and (not plain or set(map(type, values)) <= plain):
+        return values
+    convert = _CONVERT.get(column.kind)
+    if convert is None:
+        raise _Unsupported
+    if column.kind == "text":
+        return [convert(value) for value in values]
+    # Dates and times repeat within a batch (one "now" per call): each is formatted once.
+    formatted = {value: convert(value) for value in set(values)}
+    return [formatted[value] for value in values]
 
 
 def rows_insert_json(rows: Sequence[models.Model]) -> bool:
@@ -165,19 +184,21 @@ def rows_insert_json(rows: Sequence[models.Model]) -> bool:
     if plan is None:
         return False
     sql, columns = plan
+    pk_attname = model._meta.pk.attname
+    if any(type(row) is not model or getattr(row, pk_attname) is not None for row in rows):
+        return False
+    for column in columns:  # auto_now / auto_now_add set the instance's value, as save() does
+        if column.pre_save is not None:
+            for row in rows:
+                column.pre_save.pre_save(row, True)
+    read = attrgetter(*(column.attname for column in columns))
+    by_row = [read(row) for row in rows] if len(columns) > 1 else [(read(row),) for row in rows]
     try:
-        document = []
-        for row in rows:
-            if type(row) is not model or row.pk is not None:
-                return False
-            values = {}
-            for column, attname, converter, pre_save in columns:
-                value = pre_save.pre_save(row, True) if pre_save is not None else getattr(row, attname)
-                values[column] = converter(value)
-            document.append(values)
+        by_column = [_column_values(column, values)
+                     for column, values in zip(columns, zip(*by_row, strict=True), strict=True)]
         # No encoder: a value plain JSON cannot carry (a date inside a JSONField whose encoder
         # would format it) raises TypeError, and Django's own path formats it.
-        payload = json.dumps(document, allow_nan=False, separators=(",", ":"))
+        payload = json.dumps(list(zip(*by_column, strict=True)), allow_nan=False, separators=(",", ":"))
     except (_Unsupported, TypeError, ValueError):
         return False
     with connection.cursor() as cursor:
@@ -185,7 +206,6 @@ def rows_insert_json(rows: Sequence[models.Model]) -> bool:
         ids = cursor.fetchall()
     if len(ids) != len(rows):  # cannot happen short of a trigger that drops rows
         raise RuntimeError(f"{model.__name__}: {len(rows)} rows inserted, {len(ids)} ids returned")
-    pk_attname = model._meta.pk.attname
     for row, (pk,) in zip(rows, ids, strict=True):
         setattr(row, pk_attname, pk)
         row._state.adding = False

@@ -27,8 +27,11 @@ def test_dequeue_reads_the_queue_through_its_index(monkeypatch):
 
     with CaptureQueriesContext(connection) as queries:
         assert len(broker.dequeue() or []) == 2
-    [read] = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("SELECT")
-              and "django_q_ormq" in q["sql"]]
+    # PostgreSQL: one statement reads and locks (WITH due AS (SELECT ...) UPDATE ...);
+    # SQLite: the ORM's SELECT, then its UPDATE.
+    [read] = [q["sql"] for q in queries if "django_q_ormq" in q["sql"]
+              and ("SKIP LOCKED" in q["sql"] if connection.vendor == "postgresql"
+                   else q["sql"].lstrip().upper().startswith("SELECT"))]
 
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
