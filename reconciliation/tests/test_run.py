@@ -82,6 +82,27 @@ def test_a_refunded_second_capture_and_a_refunded_order_are_not_breaks(tenant) -
     assert result["breaks"] == [] and result["match_rate"] == 1.0
 
 
+def test_an_order_whose_every_capture_was_refunded_counts_its_first_capture_once(tenant) -> None:
+    # Captured twice, both refunded: the order is refunded, not twice captured and not
+    # missing its capture; the capture that counts is the first by date, whatever the ids.
+    load(tenant, "orders", [order("R-2", 2500, ref="ch_r2b", status="refunded"),
+                            order("R-3", 2600, ref="ch_r3a", status="refunded")])
+    load(tenant, "provider", [
+        txn("t-late", "charge", 2500, "2026-11-03", charge="ch_r2b"),
+        txn("t-early", "charge", 2500, "2026-11-02", charge="ch_r2a", order_ref="R-2"),
+        txn("rf-a", "refund", -2500, "2026-11-04", charge="ch_r2a"),
+        txn("rf-b", "refund", -2500, "2026-11-04", charge="ch_r2b"),
+        # The first capture was 2,000 (the amount differs): one mismatch, about that capture.
+        txn("z-1", "charge", 2000, "2026-11-02", charge="ch_r3a"),
+        txn("a-2", "charge", 2600, "2026-11-03", charge="ch_r3b", order_ref="R-3"),
+        txn("rf-u1", "refund", -2000, "2026-11-04", charge="ch_r3a"),
+        txn("rf-u2", "refund", -2600, "2026-11-04", charge="ch_r3b"),
+    ])
+    result = review(tenant)
+    assert kinds(result) == [("amount_mismatch", -600)] and result["match_rate"] == 0.5
+    assert result["breaks"][0]["refs"]["transaction"] == ["z-1"]
+
+
 def test_partial_captures_that_add_up_are_fine_and_those_that_do_not_are_one_mismatch(tenant) -> None:
     load(tenant, "orders", [order("P-1", 10000, ref="ch_p1"), order("P-2", 10000)])
     load(tenant, "provider", [
