@@ -77,15 +77,21 @@ def read_cells(data: bytes, delimiter: str) -> tuple[list[str], pl.DataFrame] | 
         if b'"' in skeleton:
             return None
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    # polars refuses a line with more cells than the header, except the last one when no
+    # newline ends it (it drops the extra cells): end it, so the count check below sees
+    # every line with too many delimiters refused and therefore none with too few.
+    parsed = data if data.endswith(b"\n") else data + b"\n"
     try:
-        frame = pl.read_csv(data, has_header=False, separator=delimiter, infer_schema=False,
+        frame = pl.read_csv(parsed, has_header=False, separator=delimiter, infer_schema=False,
                             empty_string_is_null=False, quote_char='"', encoding="utf8", raise_if_empty=True,
                             comment_prefix=None)
     except Exception:  # noqa: BLE001 - any complaint of the reader means "use the row parser"
         return None
     width = frame.width
     # Every physical line is one record with exactly width - 1 delimiters (quoted ones
-    # removed above): no blank line, no short row, no newline inside a quoted cell.
+    # removed above): no blank line, no short row, no newline inside a quoted cell. (A short
+    # row is padded by polars; with no line longer than the header, the total delimiter
+    # count equals (width - 1) x lines only if no line is short either.)
     if width < 2 or frame.height != lines or skeleton.count(sep) != (width - 1) * lines:
         return None
     if frame.null_count().sum_horizontal().item():
