@@ -20,7 +20,8 @@ def test_upsert_creates_then_updates_only_given_fields(tenant) -> None:  # type:
     assert (again.name, again.email, again.plan, again.mrr_minor, again.currency) == (
         "Acme", "a@example.com", "Scale", 149900, "USD")
     assert Customer.objects.count() == 1
-    events = list(AuditEvent.objects.filter(event__startswith="ledger.customer").values_list("event", "detail"))
+    events = list(AuditEvent.objects.filter(event__startswith="ledger.customer").order_by("id")
+                  .values_list("event", "detail"))
     assert events == [("ledger.customer.created", {"customer": first.pk}),
                       ("ledger.customer.updated", {"customer": first.pk})]
 
