@@ -23,6 +23,7 @@ from dunning.models import Draft
 from ledger.models import Invoice
 from ledger.money import to_minor
 from paypilot.admin_tenancy import admin_tenant_for
+from paypilot.keyed import rows_locked_by_keys
 from paypilot.models import Tenant
 from paypilot.services import audit_entry, audit_record, audit_record_many, pii_hash, rows_insert
 from paypilot.tenancy import tenant_context
@@ -356,16 +357,15 @@ def approval_expire_stale(*, tenant_id: int | None = None, now: datetime | None 
 def approvals_withdraw(*, invoice_ids: list[int], reason: str, now: datetime | None = None) -> int:
     """Withdraw every pending request of these invoices (pending -> withdrawn) with `reason`
     (an `ApprovalRequest.WithdrawnReason`), inside the caller's transaction: the rows are
-    locked in primary-key order, moved, and audited (`approvals.draft.withdrawn`) in one
-    INSERT. Returns how many moved; none pending is a silent no-op (a redelivered event)."""
+    locked invoice by invoice (`rows_locked_by_keys`: an index probe each), moved, and
+    audited (`approvals.draft.withdrawn`) in one INSERT. Returns how many moved; none
+    pending is a silent no-op (a redelivered event)."""
     if not invoice_ids:
         return 0
     now = now or timezone.now()
     with transaction.atomic():
-        locked = list(
-            ApprovalRequest.objects.select_for_update()
-            .filter(invoice_id__in=sorted(set(invoice_ids)), status=Status.PENDING).order_by("pk")
-        )
+        locked = rows_locked_by_keys(ApprovalRequest, key_fields=("invoice_id",),
+                                     keys=[(pk,) for pk in invoice_ids], filters={"status": Status.PENDING})
         if not locked:
             return 0
         ApprovalRequest.objects.filter(pk__in=[row.pk for row in locked]).update(

@@ -18,7 +18,8 @@ from paypilot.models import Tenant
 class Customer(models.Model):
     """A billed customer. The only model in PayPilot that holds a name or an email."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="customers")
+    # No index of its own: the unique (tenant, external_id) serves every lookup by tenant.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="customers", db_index=False)
     external_id = models.CharField(max_length=128)  # the billing provider's / tenant's own id
     name = models.CharField(max_length=200, blank=True)
     email = models.EmailField(max_length=254, blank=True)
@@ -66,7 +67,9 @@ class Invoice(models.Model):
         HOLDOUT = "holdout"  # deliberately withheld from dunning: never drafted or messaged
         TREATMENT = "treatment"  # eligible for drafting and (after approval) sending
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invoices")
+    # No index of its own: the unique key and the indexes below lead with the tenant, and a
+    # lone one would be written again for every invoice a webhook batch inserts.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="invoices", db_index=False)
     provider = models.CharField(max_length=32)  # "stripe", "recharge", "chargebee", "api"
     external_invoice_id = models.CharField(max_length=128)
     customer = models.ForeignKey(

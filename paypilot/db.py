@@ -3,7 +3,9 @@
 `append_only(table)` is a migration operation that installs triggers refusing UPDATE and
 DELETE on SQLite and PostgreSQL. `append_only_override(operation)` is the single, named
 exception (GDPR erasure, retention purge): it inserts a marker row that the triggers look
-for and deletes it before the surrounding transaction commits.
+for and deletes it before the surrounding transaction commits. `foreign_key_index_drop`
+drops a foreign key's own index without the table rebuild (and lost triggers) that
+Django's AlterField means on SQLite.
 """
 
 from __future__ import annotations
@@ -66,6 +68,39 @@ def append_only(table: str) -> migrations.RunPython:
             schema_editor.execute(sql, params=None)
 
     return migrations.RunPython(forwards, backwards, elidable=False)
+
+
+def foreign_key_index_drop(app_label: str, alter_field: migrations.AlterField) -> migrations.SeparateDatabaseAndState:
+    """Migration operation: the foreign key of `alter_field` (the AlterField Django generated
+    for `db_index=False`) keeps its constraint and loses its own single-column index, by
+    DROP INDEX alone.
+
+    Django's AlterField for that change rebuilds the whole table on SQLite (copy, drop,
+    rename), and a rebuilt table has lost its triggers: the append-only guards and the
+    ledger's rollup triggers would silently go. So the state change is Django's and the
+    database change is one DROP INDEX of the name Django gave the index (the same on both
+    vendors); backwards, one CREATE INDEX of it."""
+
+    def _index(apps, schema_editor):  # type: ignore[no-untyped-def]
+        model = apps.get_model(app_label, alter_field.model_name)
+        column = model._meta.get_field(alter_field.name).column
+        table = model._meta.db_table
+        return schema_editor._create_index_name(table, [column], suffix=""), table, column
+
+    def forwards(apps, schema_editor):  # type: ignore[no-untyped-def]
+        name, _, _ = _index(apps, schema_editor)
+        schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(name)}", params=None)
+
+    def backwards(apps, schema_editor):  # type: ignore[no-untyped-def]
+        name, table, column = _index(apps, schema_editor)
+        quote = schema_editor.quote_name
+        schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(table)} ({quote(column)})",
+                              params=None)
+
+    return migrations.SeparateDatabaseAndState(
+        state_operations=[alter_field],
+        database_operations=[migrations.RunPython(forwards, backwards, elidable=False)],
+    )
 
 
 @contextmanager

@@ -74,7 +74,9 @@ class AuditEvent(models.Model):
     """
 
     event = models.CharField(max_length=100, db_index=True)  # dotted: paypilot.auth.rejected
-    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.PROTECT)
+    # No index of its own: (tenant, event, created_at) leads with the tenant (one index fewer
+    # written per row).
+    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.PROTECT, db_index=False)
     actor = models.CharField(max_length=100, blank=True)  # token prefix, user id or "system"
     detail = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

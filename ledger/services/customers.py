@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 
 from ledger.models import Customer
 from ledger.money import currency_normalise
+from paypilot.keyed import rows_locked_by_keys
 from paypilot.models import Tenant
 from paypilot.services import audit_entry, audit_record, audit_record_many, rows_insert
 
@@ -76,7 +77,8 @@ def customer_upsert_many(
     with transaction.atomic():
         stored = {
             row.external_id: row
-            for row in Customer.objects.select_for_update().filter(tenant=tenant, external_id__in=ids)
+            for row in rows_locked_by_keys(Customer, key_fields=("external_id",), keys=[(eid,) for eid in ids],
+                                           filters={"tenant_id": tenant.pk})
         }
         created = [Customer(tenant=tenant, external_id=eid, **values) for eid, values in wanted if eid not in stored]
         if created:

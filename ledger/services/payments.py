@@ -22,6 +22,7 @@ from ledger.services.transitions import (
     _invoice_keys_lock,
     _move,
 )
+from paypilot.keyed import rows_locked_by_keys
 from paypilot.models import AuditEvent, Tenant
 from paypilot.services import audit_entry, audit_record, audit_record_many, rows_insert
 
@@ -124,7 +125,8 @@ def invoice_record_failures(
         raise ValueError("invoice keys must be distinct within one call")
     now = now or timezone.now()
     # Provider and id both in the filter, so the (tenant, provider, id) unique index answers:
-    # without the middle column PostgreSQL scans every invoice of the tenant.
+    # without the middle column PostgreSQL scans every invoice of the tenant. The invoices
+    # themselves are read one probe of that index per key (`rows_locked_by_keys`).
     providers, external_ids = {provider for provider, _ in keys}, {ext for _, ext in keys}
     results: list[FailureResult] = []
     created: list[Invoice] = []
@@ -137,9 +139,8 @@ def invoice_record_failures(
         )
         stored = {
             (row.provider, row.external_invoice_id): row
-            for row in Invoice.objects.select_for_update().filter(
-                tenant=tenant, provider__in=providers, external_invoice_id__in=external_ids
-            )
+            for row in rows_locked_by_keys(Invoice, key_fields=("provider", "external_invoice_id"), keys=keys,
+                                           filters={"tenant_id": tenant.pk})
         }
         for key, failure in zip(keys, checked, strict=True):
             invoice = stored.get(key)
