@@ -13,7 +13,8 @@
 #   (default postgres://postgres@127.0.0.1:5432/pp_integrations_bench, dropped and recreated).
 #   BENCH_SAVE_INBOX=NAME (PostgreSQL): after the acknowledgements, keep a copy of the inbox
 #   as database NAME; BENCH_INBOX=NAME: skip the acknowledgements and drain a fresh copy of
-#   it (repeatable drains of one backlog). Drain figures: events per second, and the CPU
+#   it (repeatable drains of one backlog). BENCH_WORKERS=N: N qcluster workers (default 1).
+#   Drain figures: events per second, and the CPU
 #   (user + system) of every cluster process and of the database's PostgreSQL backends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +39,7 @@ WORK="$(mktemp -d /tmp/pp-bench-webhooks.XXXXXX)"
 
 export DJANGO_SETTINGS_MODULE=paypilot.settings DJANGO_DEBUG=0
 export PAYPILOT_RATE_LIMIT_PER_TOKEN=0 PAYPILOT_RATE_LIMIT_PER_IP=0 PAYPILOT_LOG_LEVEL=WARNING
-export PAYPILOT_Q_SYNC=0 PAYPILOT_Q_WORKERS=1 PAYPILOT_HOLDOUT_PCT=0
+export PAYPILOT_Q_SYNC=0 PAYPILOT_Q_WORKERS="${BENCH_WORKERS:-1}" PAYPILOT_HOLDOUT_PCT=0
 export BENCH_STRIPE_SECRET="$SECRET"
 
 SERVER_PID=""
@@ -130,7 +131,7 @@ drain() {
   before="$(count)"
   echo "stored before drain: $before"
 
-  echo "=== $db: drain the inbox with one qcluster worker on CPU 0 (load average: $(cut -d' ' -f1-3 /proc/loadavg)) ==="
+  echo "=== $db: drain the inbox with $PAYPILOT_Q_WORKERS qcluster worker(s) on CPU 0 (load average: $(cut -d' ' -f1-3 /proc/loadavg)) ==="
   local start end usage
   start="$(date +%s.%N)"
   taskset -c 0 "$PY" manage.py qcluster >"$WORK/qcluster-$db.log" 2>&1 &
