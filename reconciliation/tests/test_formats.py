@@ -85,6 +85,34 @@ def test_camt053_other_message_types_are_refused() -> None:
     assert caught.value.reason == "xml_invalid"
 
 
+def _entry(amount: str, ref: str) -> str:
+    return (f'<Ntry><Amt Ccy="EUR">{amount}</Amt><CdtDbtInd>CRDT</CdtDbtInd><BookgDt><Dt>2026-11-03</Dt></BookgDt>'
+            f"<AcctSvcrRef>{ref}</AcctSvcrRef></Ntry>")
+
+
+def test_camt053_entries_of_every_statement_in_order_and_only_a_statements_own() -> None:
+    # The entries are read as the file streams past: numbering runs across statements, and
+    # an <Ntry> that is not a statement's child (inside supplementary data) is not an entry.
+    document = ('<Document xmlns="urn:iso:std:iso:20022:tech:xsd:camt.053.001.08"><BkToCstmrStmt>'
+                f"<Stmt><Id>S1</Id>{_entry('1.00', 'A')}{_entry('2.00', 'B')}</Stmt>"
+                f"<Stmt><Id>S2</Id><SplmtryData><Envlp>{_entry('9.99', 'X')}</Envlp></SplmtryData>"
+                f"{_entry('3.00', 'C')}</Stmt></BkToCstmrStmt></Document>")
+    rows = parse_camt053(document.encode()).rows
+    assert [(r["line"], r["bank_reference"], r["amount_minor"]) for r in rows] == [
+        (1, "A", 100), (2, "B", 200), (3, "C", 300)]
+
+
+def test_camt053_a_bad_entry_or_a_cut_off_file_refuses_the_whole_file() -> None:
+    head = ('<Document xmlns="urn:iso:std:iso:20022:tech:xsd:camt.053.001.08"><BkToCstmrStmt><Stmt>'
+            + _entry("1.00", "A") + _entry("2.00", "B"))
+    with pytest.raises(FileRefused) as caught:
+        parse_camt053((head + _entry("1.2.3", "C") + "</Stmt></BkToCstmrStmt></Document>").encode())
+    assert (caught.value.reason, caught.value.line, caught.value.column) == ("bad_amount", 3, "Ntry")
+    with pytest.raises(FileRefused) as caught:
+        parse_camt053(head.encode())  # the download stopped after two entries
+    assert caught.value.reason == "xml_invalid"
+
+
 BILLION_LAUGHS = b"""<?xml version="1.0"?>
 <!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
 <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]>
