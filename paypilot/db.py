@@ -5,7 +5,8 @@ DELETE on SQLite and PostgreSQL. `append_only_override(operation)` is the single
 exception (GDPR erasure, retention purge): it inserts a marker row that the triggers look
 for and deletes it before the surrounding transaction commits. `foreign_key_index_drop`
 drops a foreign key's own index without the table rebuild (and lost triggers) that
-Django's AlterField means on SQLite.
+Django's AlterField means on SQLite; `byte_order_collation` moves fields to
+`paypilot.fields`' identifier fields, a change only PostgreSQL's columns see.
 """
 
 from __future__ import annotations
@@ -100,6 +101,38 @@ def foreign_key_index_drop(app_label: str, alter_field: migrations.AlterField) -
     return migrations.SeparateDatabaseAndState(
         state_operations=[alter_field],
         database_operations=[migrations.RunPython(forwards, backwards, elidable=False)],
+    )
+
+
+def byte_order_collation(
+    app_label: str, alter_fields: list[migrations.AlterField],
+) -> migrations.SeparateDatabaseAndState:
+    """Migration operation: the AlterFields Django generated for moving text fields to
+    `paypilot.fields.IdentifierCharField`/`IdentifierTextField`. The state change is
+    Django's; the database change is one ALTER COLUMN ... COLLATE "C" per column on
+    PostgreSQL (its indexes are rebuilt with it) and nothing on SQLite, whose columns are
+    byte-ordered already: Django's AlterField would copy each whole table there once per
+    field for no change at all."""
+
+    def _columns(apps):  # type: ignore[no-untyped-def]
+        for operation in alter_fields:
+            model = apps.get_model(app_label, operation.model_name)
+            yield model._meta.db_table, model._meta.get_field(operation.name)
+
+    def _collate(collation: str):  # type: ignore[no-untyped-def]
+        def alter(apps, schema_editor):  # type: ignore[no-untyped-def]
+            if schema_editor.connection.vendor != "postgresql":
+                return
+            quote = schema_editor.quote_name
+            for table, field in _columns(apps):
+                kind = field.db_type(schema_editor.connection)
+                schema_editor.execute(f"ALTER TABLE {quote(table)} ALTER COLUMN {quote(field.column)} "
+                                      f"TYPE {kind} COLLATE {quote(collation)}", params=None)
+        return alter
+
+    return migrations.SeparateDatabaseAndState(
+        state_operations=list(alter_fields),
+        database_operations=[migrations.RunPython(_collate("C"), _collate("default"), elidable=False)],
     )
 
 

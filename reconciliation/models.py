@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
 
+from paypilot.fields import IdentifierCharField, IdentifierTextField
 from paypilot.models import Tenant
 
 
@@ -92,12 +93,12 @@ class OrderRow(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, **BULK_ROW_KEY)
     file = models.ForeignKey(ImportFile, on_delete=models.CASCADE, **BULK_ROW_KEY)
     line = models.IntegerField()
-    order_id = models.CharField(max_length=128)
+    order_id = IdentifierCharField(max_length=128)
     ordered_at = models.DateTimeField()
     ordered_day = models.IntegerField()
     amount_minor = models.BigIntegerField()
     currency = models.CharField(max_length=3)
-    payment_reference = models.CharField(max_length=128, blank=True)
+    payment_reference = IdentifierCharField(max_length=128, blank=True)
     # Salted hash only: names and emails live in the ledger (DESIGN section 1).
     customer_email_hash = models.CharField(max_length=32, blank=True)
     status = models.CharField(max_length=32, blank=True)
@@ -125,7 +126,7 @@ class ProviderRow(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, **BULK_ROW_KEY)
     file = models.ForeignKey(ImportFile, on_delete=models.CASCADE, **BULK_ROW_KEY)
     line = models.IntegerField()
-    transaction_id = models.CharField(max_length=128)
+    transaction_id = IdentifierCharField(max_length=128)
     created_at = models.DateTimeField()
     created_day = models.IntegerField()
     type = models.CharField(max_length=20, choices=Type.choices)
@@ -133,9 +134,9 @@ class ProviderRow(models.Model):
     fee_minor = models.BigIntegerField()
     net_minor = models.BigIntegerField()
     currency = models.CharField(max_length=3)
-    charge_id = models.CharField(max_length=128, blank=True)
-    order_reference = models.CharField(max_length=128, blank=True)
-    payout_id = models.CharField(max_length=128, blank=True)
+    charge_id = IdentifierCharField(max_length=128, blank=True)
+    order_reference = IdentifierCharField(max_length=128, blank=True)
+    payout_id = IdentifierCharField(max_length=128, blank=True)
     payout_date = models.DateField(null=True, blank=True)
     payout_day = models.IntegerField(null=True, blank=True)
 
@@ -162,9 +163,9 @@ class BankRow(models.Model):
     value_date = models.DateField(null=True, blank=True)
     amount_minor = models.BigIntegerField()  # signed: credits positive
     currency = models.CharField(max_length=3)
-    reference = models.CharField(max_length=255, blank=True)
-    remittance = models.TextField(blank=True)
-    bank_reference = models.CharField(max_length=128, blank=True)
+    reference = IdentifierCharField(max_length=255, blank=True)
+    remittance = IdentifierTextField(blank=True)
+    bank_reference = IdentifierCharField(max_length=128, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "currency", "amount_minor"])]
@@ -188,8 +189,8 @@ class DisputeRow(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
     file = models.ForeignKey(ImportFile, null=True, blank=True, on_delete=models.CASCADE)
     line = models.IntegerField()  # 0 on a live row
-    dispute_id = models.CharField(max_length=128)
-    charge_id = models.CharField(max_length=128, blank=True)
+    dispute_id = IdentifierCharField(max_length=128)
+    charge_id = IdentifierCharField(max_length=128, blank=True)
     amount_minor = models.BigIntegerField()
     currency = models.CharField(max_length=3)
     reason = models.CharField(max_length=64, blank=True)
