@@ -51,7 +51,7 @@ def rows_locked_by_keys(
         return [row for row in candidates if tuple(getattr(row, name) for name in key_fields) in exact]
     meta = model._meta
     quote = connection.ops.quote_name
-    fields = {name: meta.get_field(name) for name in (*key_fields, *filters)}
+    fields = {name: _column_field(model, name) for name in (*key_fields, *filters)}
     arrays = ", ".join(f"%s::{_array_type(fields[name])}" for name in key_fields)
     names = ", ".join(f"k{i}" for i in range(len(key_fields)))
     bound = [f"t.{quote(fields[name].column)} = k.k{i}" for i, name in enumerate(key_fields)]
@@ -65,6 +65,14 @@ def rows_locked_by_keys(
     return list(model._default_manager.raw(sql, params))
 
 
-def _array_type(field: models.Field) -> str:
+def _column_field(model: type[models.Model], name: str) -> models.Field:  # type: ignore[type-arg]
+    """The concrete field behind `name` (a column of the model's own table)."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field) or not field.concrete or field.column is None:
+        raise ValueError(f"{model.__name__}.{name} is not a column")
+    return field
+
+
+def _array_type(field: models.Field) -> str:  # type: ignore[type-arg]
     """The array type a key column's values are sent as (a foreign key's is its target's)."""
     return f"{field.db_type(connection)}[]"
