@@ -12,7 +12,9 @@ Run twice at two sizes to see that cost grows linearly.
 Each figure comes as wall time (with the load average: the machine may be shared) and as
 CPU time: this process's (polars and, on SQLite, the database work included) plus, on
 PostgreSQL, the server backend's own, read from /proc/<pg_backend_pid()>/stat when the
-server runs on this machine. CPU time is what says the rate per core.
+server runs on this machine. CPU time is what says the rate per core. The first and last
+lines time a fixed Python loop (bench/_machine.py): the machine's speed when the figures
+were taken.
 
 Usage: .venv/bin/python bench/recon.py [--orders 1000000] [--payouts 20000] [--cpu 0]
        [--postgres postgres://postgres@127.0.0.1:5432/pp_rec_bench [--app-role paypilot_app]]
@@ -175,6 +177,10 @@ def main() -> None:
         connection.settings_dict["USER"] = args.app_role
         print(f"as role {args.app_role} (row-level security applies)")
     total_rows, total_time, total_cpu, total_server = 0, 0.0, 0.0, 0.0
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _machine import speed_line
+
+    print(speed_line())
     print(f"load average    {os.getloadavg()[0]:.1f} (1 min) before the imports")
     for kind in ("provider", "orders", "bank"):
         data = files[kind].read_bytes()
@@ -212,6 +218,7 @@ def main() -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak memory     {peak:,.0f} MB (max RSS of this process)")
     print(f"database        {connection.vendor}")
+    print(speed_line())
 
 
 if __name__ == "__main__":

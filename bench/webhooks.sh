@@ -15,7 +15,8 @@
 #   as database NAME; BENCH_INBOX=NAME: skip the acknowledgements and drain a fresh copy of
 #   it (repeatable drains of one backlog). BENCH_WORKERS=N: N qcluster workers (default 1).
 #   Drain figures: events per second, and the CPU
-#   (user + system) of every cluster process and of the database's PostgreSQL backends.
+#   (user + system) of every cluster process and of the database's PostgreSQL backends;
+#   before the drain, the CPU's speed at that moment (bench/_machine.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -130,6 +131,7 @@ drain() {
   local before
   before="$(count)"
   echo "stored before drain: $before"
+  taskset -c 0 "$PY" bench/_machine.py  # the speed of the drain's CPU just before it
 
   echo "=== $db: drain the inbox with $PAYPILOT_Q_WORKERS qcluster worker(s) on CPU 0 (load average: $(cut -d' ' -f1-3 /proc/loadavg)) ==="
   local start end usage
