@@ -15,7 +15,7 @@ from operations.tests.conftest import connect_as, django_as, postgres_only
 from operations.tests.factories import two_tenants
 from paypilot.models import AuditEvent, Tenant
 from paypilot.pg_roles import append_only_guards
-from paypilot.rls import POLICY_NAME, rls_problems, tenant_tables
+from paypilot.rls import POLICY_NAME, rls_apply, rls_problems, tenant_tables
 from paypilot.services import token_issue
 from paypilot.tenancy import (
     TenantContextError,
@@ -67,6 +67,40 @@ def test_every_tenant_table_has_row_security_enabled_and_forced(app_role):
         assert "current_setting('app.tenant_id'" in qual, table
         assert "current_setting('app.tenant_id'" in with_check, table
     assert rls_problems() == []
+
+
+def test_the_policy_is_evaluated_once_per_statement_not_per_row(app_role, app_conn):
+    """Both sides of the policy are InitPlans: the per-row filter compares the tenant column
+    with a parameter, and neither current_setting() nor current_user is called per row."""
+    a, _ = two_tenants()
+    _set_tenant(app_conn, a.tenant.pk)
+    for table in ("ledger_invoice", "reconciliation_providerrow", "paypilot_auditevent"):
+        plan = "\n".join(row[0] for row in app_conn.execute(f"EXPLAIN (VERBOSE) SELECT * FROM {_q(table)}"))
+        filters = [line for line in plan.splitlines() if "Filter:" in line]
+        assert "InitPlan" in plan, plan
+        assert filters and all("current_setting" not in line and "CURRENT_USER" not in line.upper()
+                               for line in filters), plan
+    # Same answers as before: the bound tenant's rows, and with none bound, nothing.
+    assert app_conn.execute("SELECT DISTINCT tenant_id FROM ledger_invoice").fetchall() == [(a.tenant.pk,)]
+    app_conn.rollback()
+    assert app_conn.execute("SELECT count(*) FROM ledger_invoice").fetchone()[0] == 0
+    app_conn.rollback()
+
+
+def test_a_policy_of_an_earlier_version_is_replaced_by_rls_apply(app_role):
+    """A database migrated under policy v2 (the predicate evaluated per row) gets the
+    current policy from the next migrate's rls_apply, and rls_problems names it until then."""
+    with connection.cursor() as cursor:
+        cursor.execute(f'COMMENT ON POLICY "{POLICY_NAME}" ON ledger_invoice IS %s', ["paypilot rls v2 0"])
+    assert any(p.startswith("ledger_invoice: policy") for p in rls_problems())
+    assert rls_apply() == ["ledger_invoice"]
+    assert rls_problems() == []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT qual, with_check FROM pg_policies WHERE tablename = 'ledger_invoice' AND policyname = %s",
+                       [POLICY_NAME])
+        qual, with_check = cursor.fetchone()
+    assert "(SELECT (NULLIF(current_setting('app.tenant_id'" in qual.replace("( SELECT", "(SELECT")
+    assert qual == with_check
 
 
 def test_without_a_tenant_every_tenant_table_reads_empty_and_inserts_fail(app_role, app_conn):
