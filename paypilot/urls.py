@@ -7,6 +7,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from paypilot import views
 
 urlpatterns = [
+    # Provider webhooks first: they are most of the traffic, and a path is matched by trying
+    # the patterns in order, each include that fails on the way recording what it tried
+    # (a webhook path resolved in 35 us after 38 patterns, 10 us now, of an acknowledgement's
+    # 1.2 ms). No other route begins with their prefixes (t/, webhooks/, r/).
+    path("", include("integrations.urls")),
     path("", views.landing, name="landing"),
     path("health", views.health, name="health"),
     path("metrics", views.MetricsApi.as_view(), name="metrics"),
@@ -21,7 +26,6 @@ urlpatterns = [
     path("", include("ledger.urls")),
     path("", include("dunning.urls")),
     path("", include("approvals.urls")),
-    path("", include("integrations.urls")),
     path("", include("reconciliation.urls")),
 ]
 

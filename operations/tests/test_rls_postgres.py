@@ -96,8 +96,8 @@ def test_a_policy_of_an_earlier_version_is_replaced_by_rls_apply(app_role):
     assert rls_apply() == ["ledger_invoice"]
     assert rls_problems() == []
     with connection.cursor() as cursor:
-        cursor.execute("SELECT qual, with_check FROM pg_policies WHERE tablename = 'ledger_invoice' AND policyname = %s",
-                       [POLICY_NAME])
+        cursor.execute("SELECT qual, with_check FROM pg_policies "
+                       "WHERE tablename = 'ledger_invoice' AND policyname = %s", [POLICY_NAME])
         qual, with_check = cursor.fetchone()
     assert "(SELECT (NULLIF(current_setting('app.tenant_id'" in qual.replace("( SELECT", "(SELECT")
     assert qual == with_check
