@@ -14,9 +14,9 @@ Each tenant table gets ENABLE and FORCE ROW LEVEL SECURITY and one policy,
 Each side is a scalar subquery so PostgreSQL evaluates it once per statement (an InitPlan)
 and compares a constant per row. Written bare, both are evaluated for every row read or
 written: a GUC lookup by name, a text-to-bigint cast and, for the owner, a role-name lookup.
-Measured on a million reconciliation rows (docs/benchmarks.md, "Row-level security, once
-per statement"): a scan under the policy 460-500 ms -> 290-360 ms, an INSERT ... SELECT
-5.4 s -> 4.9 s. The meaning is the same: the setting cannot change within a statement.
+Measured on a million rows (`bench/rls_policy.py`; docs/benchmarks.md, "Row-level
+security, once per statement"): a scan under the policy 155 -> 85 ms, an INSERT ... SELECT
+2.21 -> 2.04 s. The meaning is the same: the setting cannot change within a statement.
 
 The owner clause is deliberate. FORCE makes the owner subject to the policy like anyone
 else, and the owner is the role that runs migrations, `gdpr_erase`, `retention_purge` and
