@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
 from django.core import mail
 from django.test import Client
 from django_q.models import Schedule
@@ -20,6 +21,13 @@ from paypilot.models import AuditEvent, Tenant
 
 # Mid-hour, after the daily hour (7 UTC by default).
 NOW = datetime(2026, 12, 2, 9, 20, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _frozen_clock():  # type: ignore[no-untyped-def]
+    """Approval requests expire by the wall clock: every test here runs at NOW, whatever the day."""
+    with time_machine.travel(NOW, tick=False):
+        yield
 
 
 @pytest.fixture
