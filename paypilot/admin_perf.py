@@ -51,7 +51,7 @@ def successor(term: str) -> str:
 
 
 @models.CharField.register_lookup
-class Prefix(Lookup):  # type: ignore[type-arg]
+class Prefix(Lookup):
     """`field__prefix="in_12"`: the value starts with the term, case-sensitive, indexable."""
 
     lookup_name = "prefix"
@@ -93,7 +93,7 @@ class WindowPaginator(Paginator):
         return list(self.queryset.values_list("pk", flat=True)[bottom : bottom + self.per_page + 1])
 
     @cached_property
-    def count(self) -> int:  # type: ignore[override]
+    def count(self) -> int:
         return (self.number - 1) * self.per_page + len(self._window_pks)
 
     @property
