@@ -227,7 +227,7 @@ def _egress_guard_check() -> Iterator[None]:
 # `pytestmark = pytest.mark.frozen_clock(NOW)` for a module), whatever the shift.
 # `@pytest.mark.real_clock` runs a test on the real clock: only tests whose other half cannot
 # be moved (a subprocess, a browser, a database's own now()); the list and the reasons are in
-# docs/architecture.md, "Tests and the clock".
+# docs/testing.md, "Tests and the clock".
 CLOCK_SHIFT_ENV = "PAYPILOT_TEST_CLOCK_SHIFT_DAYS"
 
 
