@@ -74,3 +74,11 @@ def test_a_bad_shift_is_a_usage_error(tmp_path: Path) -> None:
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert "PAYPILOT_TEST_CLOCK_SHIFT_DAYS must be a number of days" in done.stdout + done.stderr
+
+
+def test_every_real_clock_test_is_listed_with_its_reason_in_docs_testing() -> None:
+    doc = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
+    marked = sorted(path.relative_to(ROOT).as_posix() for path in ROOT.glob("*/tests/**/test_*.py")
+                    if "pytest.mark.real_clock" in path.read_text(encoding="utf-8"))
+    assert "paypilot/tests/test_health_workers.py" in marked
+    assert [path for path in marked if f"`{path}" not in doc] == []
