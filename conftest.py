@@ -1,16 +1,20 @@
-"""Shared pytest fixtures: tenants, tokens and authenticated API clients; the egress guard."""
+"""Shared pytest fixtures: tenants, tokens and authenticated API clients; the egress guard;
+the clock shift (PAYPILOT_TEST_CLOCK_SHIFT_DAYS)."""
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
 import threading
 import traceback
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import time_machine
 from django.core.management.color import no_style
 from django.db import connection
 from rest_framework.test import APIClient
@@ -193,6 +197,7 @@ def _egress_guard_install() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # Installed before any test module is imported, so no client can keep a real socket.
     _egress_guard_install()
+    clock_shift_days()  # a malformed shift stops the run before any test, not in every test
 
 
 @pytest.fixture
@@ -211,3 +216,49 @@ def _egress_guard_check() -> Iterator[None]:
         found, _egress_violations[:] = list(_egress_violations), []
     if found:
         pytest.fail("\n".join(found), pytrace=False)
+
+
+# --- clock shift ----------------------------------------------------------------------------
+# No test may depend on the day it runs. With PAYPILOT_TEST_CLOCK_SHIFT_DAYS=N every test runs
+# with Python's clock N days from today and ticking (time-machine: datetime.now, date.today,
+# time.time; not time.monotonic), so a test or code that assumes today's date fails today
+# instead of on some later day. CI runs the suite once more with N=365. A test that fixes a
+# date freezes the clock there for the whole test: `@pytest.mark.frozen_clock(NOW)` (or
+# `pytestmark = pytest.mark.frozen_clock(NOW)` for a module), whatever the shift.
+# `@pytest.mark.real_clock` runs a test on the real clock: only tests whose other half cannot
+# be moved (a subprocess, a browser, a database's own now()); the list and the reasons are in
+# docs/testing.md, "Tests and the clock".
+CLOCK_SHIFT_ENV = "PAYPILOT_TEST_CLOCK_SHIFT_DAYS"
+
+
+def clock_shift_days() -> float:
+    raw = os.environ.get(CLOCK_SHIFT_ENV, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        return float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"{CLOCK_SHIFT_ENV} must be a number of days, not {raw!r}") from None
+
+
+@pytest.fixture(autouse=True)
+def _clock_shift(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The clock of every test: frozen at its `frozen_clock` date, real under `real_clock`,
+    else today (plus the shift when one is asked for). Autouse in the root conftest, so it is
+    in place before the test's own fixtures build their rows."""
+    frozen = request.node.get_closest_marker("frozen_clock")
+    if frozen is not None:
+        with time_machine.travel(frozen.args[0], tick=False):
+            yield
+        return
+    days = clock_shift_days()
+    if not days or request.node.get_closest_marker("real_clock"):
+        yield
+        return
+    with time_machine.travel(datetime.now(UTC) + timedelta(days=days), tick=True):
+        yield
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    days = clock_shift_days()
+    return f"clock shifted {days:g} days ahead ({CLOCK_SHIFT_ENV})" if days else None

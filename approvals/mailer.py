@@ -28,8 +28,8 @@ try:  # anymail is a dependency, but keep the classifier usable without it
         AnymailUnsupportedFeature,
     )
 except ImportError:  # pragma: no cover
-    AnymailAPIError = AnymailConfigurationError = AnymailInvalidAddress = None  # type: ignore[misc,assignment]
-    AnymailRecipientsRefused = AnymailUnsupportedFeature = None  # type: ignore[misc,assignment]
+    AnymailAPIError = AnymailConfigurationError = AnymailInvalidAddress = None
+    AnymailRecipientsRefused = AnymailUnsupportedFeature = None
 
 try:  # anymail's HTTP backends run on requests
     from requests import exceptions as requests_exceptions

@@ -6,16 +6,22 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiExample, inline_serializer
 from rest_framework import serializers
 
-_MINOR = {"allow_null": True, "help_text": "integer minor units; null when no amount is known"}
-_MAJOR = {"allow_null": True, "help_text": "the same amount in major units, for display only"}
+
+def _minor() -> serializers.IntegerField:
+    return serializers.IntegerField(allow_null=True, help_text="integer minor units; null when no amount is known")
+
+
+def _major() -> serializers.FloatField:
+    return serializers.FloatField(allow_null=True, help_text="the same amount in major units, for display only")
+
 
 _IMPACT = inline_serializer("RecoveryImpact", {
-    "currency": serializers.CharField(), "amount_at_risk": serializers.FloatField(**_MAJOR),
-    "amount_at_risk_minor": serializers.IntegerField(**_MINOR), "recovery_likelihood": serializers.FloatField(),
-    "expected_recovered": serializers.FloatField(**_MAJOR),
-    "expected_recovered_minor": serializers.IntegerField(**_MINOR),
-    "annual_value_at_risk": serializers.FloatField(**_MAJOR),
-    "annual_value_at_risk_minor": serializers.IntegerField(**_MINOR),
+    "currency": serializers.CharField(), "amount_at_risk": _major(),
+    "amount_at_risk_minor": _minor(), "recovery_likelihood": serializers.FloatField(),
+    "expected_recovered": _major(),
+    "expected_recovered_minor": _minor(),
+    "annual_value_at_risk": _major(),
+    "annual_value_at_risk_minor": _minor(),
     "churn_risk": serializers.ChoiceField(choices=["low", "medium", "high"]),
 })
 RECOVERY_PLAN = inline_serializer("RecoveryPlan", {

@@ -7,7 +7,6 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiExample, inline_serializer
 from rest_framework import serializers
 
-_N = {"allow_null": True}
 _AMOUNTS = serializers.DictField(
     child=inline_serializer("ReportAmounts", {
         "exponent": serializers.IntegerField(), "failed_minor": serializers.IntegerField(),
@@ -19,21 +18,23 @@ _ARM = inline_serializer("ReportArm", {
     "count": serializers.IntegerField(), "recovered": serializers.IntegerField(),
     "recovered_later": serializers.IntegerField(help_text="recovered after the maturity window"),
     "churned": serializers.IntegerField(), "exhausted": serializers.IntegerField(), "open": serializers.IntegerField(),
-    "voided": serializers.IntegerField(), "recovery_rate": serializers.FloatField(**_N),
-    "median_hours_to_recovery": serializers.FloatField(**_N), "p90_hours_to_recovery": serializers.FloatField(**_N),
+    "voided": serializers.IntegerField(), "recovery_rate": serializers.FloatField(allow_null=True),
+    "median_hours_to_recovery": serializers.FloatField(allow_null=True),
+    "p90_hours_to_recovery": serializers.FloatField(allow_null=True),
     "amounts": _AMOUNTS,
 })
-_INTERVAL = {"child": serializers.FloatField(), "allow_null": True, "min_length": 2, "max_length": 2}
 _ATTRIBUTION = inline_serializer("ReportAttribution", {
     "baseline": serializers.CharField(), "method": serializers.CharField(),
     "min_per_arm": serializers.IntegerField(),
     "treatment_count": serializers.IntegerField(), "holdout_count": serializers.IntegerField(),
     "lift_pp": serializers.FloatField(help_text="intention-to-treat lift in percentage points; null when withheld",
-                                      **_N),
-    "lift_ci95_pp": serializers.ListField(help_text="Newcombe hybrid score interval, [low, high]", **_INTERVAL),
+                                      allow_null=True),
+    "lift_ci95_pp": serializers.ListField(
+        child=serializers.FloatField(), allow_null=True, min_length=2, max_length=2,
+        help_text="Newcombe hybrid score interval, [low, high]"),
     "recovered_attributable": serializers.DictField(
         child=inline_serializer("ReportAttributable", {
-            "minor": serializers.IntegerField(**_N),
+            "minor": serializers.IntegerField(allow_null=True),
             "ci95_minor": serializers.ListField(child=serializers.IntegerField(), allow_null=True),
             "treatment_failed_minor": serializers.IntegerField(), "display": serializers.CharField(),
         }), allow_null=True, help_text="per currency: lift x the treatment arm's failed amount"),

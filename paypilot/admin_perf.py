@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib import admin
 from django.contrib.admin.utils import lookup_spawns_duplicates
@@ -51,7 +51,7 @@ def successor(term: str) -> str:
 
 
 @models.CharField.register_lookup
-class Prefix(Lookup):  # type: ignore[type-arg]
+class Prefix(Lookup):
     """`field__prefix="in_12"`: the value starts with the term, case-sensitive, indexable."""
 
     lookup_name = "prefix"
@@ -93,7 +93,7 @@ class WindowPaginator(Paginator):
         return list(self.queryset.values_list("pk", flat=True)[bottom : bottom + self.per_page + 1])
 
     @cached_property
-    def count(self) -> int:  # type: ignore[override]
+    def count(self) -> int:
         return (self.number - 1) * self.per_page + len(self._window_pks)
 
     @property
@@ -134,9 +134,10 @@ class FastChangelistMixin:
     """Mix into a ModelAdmin (before `admin.ModelAdmin`): no COUNT over the table, pages
     read over the ordering index. Give the ModelAdmin an `ordering` that an index serves."""
 
-    show_full_result_count = False
+    # ClassVar as on ModelAdmin (django-stubs), so a subclass may set them again.
+    show_full_result_count: ClassVar[bool] = False
     # Never offer "show all": with no count, "all" could be the whole table.
-    list_max_show_all = 0
+    list_max_show_all: ClassVar[int] = 0
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet[Any],
                            search_term: str) -> tuple[QuerySet[Any], bool]:

@@ -65,7 +65,7 @@ def rows_locked_by_keys(
     return list(model._default_manager.raw(sql, params))
 
 
-def _column_field(model: type[models.Model], name: str) -> models.Field:  # type: ignore[type-arg]
+def _column_field(model: type[models.Model], name: str) -> models.Field:
     """The concrete field behind `name` (a column of the model's own table)."""
     field = model._meta.get_field(name)
     if not isinstance(field, models.Field) or not field.concrete or field.column is None:
@@ -73,6 +73,6 @@ def _column_field(model: type[models.Model], name: str) -> models.Field:  # type
     return field
 
 
-def _array_type(field: models.Field) -> str:  # type: ignore[type-arg]
+def _array_type(field: models.Field) -> str:
     """The array type a key column's values are sent as (a foreign key's is its target's)."""
     return f"{field.db_type(connection)}[]"

@@ -12,7 +12,7 @@ from paypilot.admin_perf import FastChangelistMixin
 
 
 @admin.register(AdminMembership)
-class AdminMembershipAdmin(FastChangelistMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+class AdminMembershipAdmin(FastChangelistMixin, admin.ModelAdmin):
     list_display = ["user", "tenant", "created_at"]
     list_filter = ["tenant"]
     list_select_related = ["user", "tenant"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import time_machine
 from django.core import mail
 from django.test import Client
 from django_q.models import Schedule
@@ -23,11 +22,8 @@ from paypilot.models import AuditEvent, Tenant
 NOW = datetime(2026, 12, 2, 9, 20, tzinfo=UTC)
 
 
-@pytest.fixture(autouse=True)
-def _frozen_clock():  # type: ignore[no-untyped-def]
-    """Approval requests expire by the wall clock: every test here runs at NOW, whatever the day."""
-    with time_machine.travel(NOW, tick=False):
-        yield
+# Approval requests expire by the wall clock: every test here runs at NOW, whatever the day.
+pytestmark = pytest.mark.frozen_clock(NOW)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ Chargebee voids (`invoice_deleted`, `invoice_updated` with status voided), curre
 from __future__ import annotations
 
 import copy
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,9 +14,10 @@ from integrations.models import WebhookEvent
 from integrations.tests.conftest import load_fixture
 from ledger.models import Invoice, InvoiceRefund, LedgerInconsistency
 
-pytestmark = pytest.mark.django_db
-
-NOW = int(time.time())
+# Chargebee refuses events older than 4 days by the wall clock: every test runs at NOW.
+NOW_AT = datetime(2026, 12, 1, 12, tzinfo=UTC)
+NOW = int(NOW_AT.timestamp())
+pytestmark = [pytest.mark.django_db, pytest.mark.frozen_clock(NOW_AT)]
 
 
 def cb(name: str, *, occurred_at: int, event_id: str = "", version_bump: int = 0) -> dict[str, Any]:

@@ -62,6 +62,8 @@ def test_no_cluster_means_workers_none_and_503_only_when_required(client, settin
     assert response.json()["status"] == "degraded"
 
 
+# real_clock: the cluster's heartbeats carry its own (real) clock, which the shift cannot move.
+@pytest.mark.real_clock
 @pytest.mark.django_db(transaction=True)
 def test_a_running_cluster_is_ok_a_waiting_task_is_stale_and_a_killed_one_is_none(client, settings, cluster):
     settings.PAYPILOT_HEALTH_REQUIRE_WORKERS = True
