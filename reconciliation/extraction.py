@@ -64,7 +64,7 @@ _DELAY = re.compile(
     r"|(?<![\d.,])" + _DAY_NUMBER + r"[\s-]+(?:(business|working|bank|calendar|banking)[\s-]+)?"
     r"(?:days?|tage?n?|werktage?n?|bankarbeitstage?n?|jours?(?: ouvr[ée]s| ouvrables)?|d[íi]as?(?: h[áa]biles)?)\b"
 )
-_WEEKLY = re.compile(r"(?i)\bweekly\b|\bonce a week\b|\bevery (?:monday|tuesday|wednesday|thursday|friday)\b"
+WEEKLY = re.compile(r"(?i)\bweekly\b|\bonce a week\b|\bevery (?:monday|tuesday|wednesday|thursday|friday)\b"
                      r"|\bwöchentlich\b|\bhebdomadaire\b|\bsemanal\b")
 _HOLD = re.compile(r"(?i)(?<![\d.,%])" + _DAY_NUMBER + r"[\s-]+(days?|weeks?|months?|tage?n?|wochen|monate?n?|jours"
                    r"|mois|d[íi]as)\b")
@@ -93,7 +93,7 @@ class _Amount:
     cents: bool
 
 
-def _segments(text: str) -> list[tuple[str, str]]:
+def segments(text: str) -> list[tuple[str, str]]:
     """(clause, heading in force) pairs: lines, prose lines split into sentences. A heading
     (a Markdown `#` line, or a short line without digits) gives a clause its topic when the
     clause itself names none ("| Fee | $15.00 |" under "## Disputes"). A line with a value
@@ -105,7 +105,7 @@ def _segments(text: str) -> list[tuple[str, str]]:
         if not line or re.fullmatch(r"[|:\-\s+=_*#]+", line):
             continue
         if line.startswith("#") or (len(line) <= 80 and not re.search(r"\d", line) and not _DELAY.search(line)
-                                    and not _NEXT_DAY.search(line) and not _WEEKLY.search(line)):
+                                    and not _NEXT_DAY.search(line) and not WEEKLY.search(line)):
             heading = line.lstrip("#").strip()
             continue
         # A table row is one clause (its cells label each other); prose is read a sentence at a time.
@@ -194,7 +194,7 @@ def _delay(clause: str) -> tuple[str, str] | None:
     nxt = _NEXT_DAY.search(clause)
     if nxt:
         return ("0", DAYS) if nxt.group(0).lower().startswith("same") else ("1", BUSINESS_DAYS)
-    if _WEEKLY.search(clause):
+    if WEEKLY.search(clause):
         return "7", DAYS
     return None
 
@@ -229,7 +229,7 @@ def terms_extract(text: str) -> Extraction:
     terms: dict[str, Term] = {}
     card_fee: tuple[int, Term, Term | None] | None = None  # (rank, percentage, fixed)
     lone_fixed: Term | None = None
-    for clause, heading in _segments(text):
+    for clause, heading in segments(text):
         percents = _percents(clause)
         amounts = _amounts(clause, dollar=dollar, fallback=doc_currency) or _bare_amounts_at(clause, doc_currency)
         at = {pos: topic_at(clause, pos, heading) for pos in [p[0] for p in percents] + [a[0] for a in amounts]}

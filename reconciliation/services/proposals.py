@@ -95,6 +95,9 @@ def contract_proposal_confirm(*, tenant: Tenant, proposal_id: int, effective_fro
             payout_delay_days=int(terms["payout_delay"]["value"]),
             international_surcharge=_optional(terms, "international_surcharge"),
             rolling_reserve=_optional(terms, "rolling_reserve"),
+            payout_delay_unit=terms["payout_delay"]["unit"],
+            payout_calendar=terms["payout_delay"].get("calendar") or "",
+            rolling_reserve_days=_holding_days(terms),
             quotes={name: check["quote"] for name, check in terms.items() if check["verified"]},
             actor=actor,
         )
@@ -129,7 +132,8 @@ def proposal_as_dict(proposal: ContractProposal) -> dict[str, Any]:
 
 
 def _as_extraction(proposal: ContractProposal) -> Extraction:
-    terms = {name: Term(value=t.get("value"), unit=t.get("unit"), quote=t.get("quote") or "")
+    terms = {name: Term(value=t.get("value"), unit=t.get("unit"), quote=t.get("quote") or "",
+                        holding_days=t.get("holding_days"), calendar=t.get("calendar"))
              for name, t in proposal.terms.items() if t.get("value") is not None or t.get("quote")}
     return Extraction(currency=proposal.currency or None, terms=terms)
 
@@ -138,3 +142,8 @@ def _optional(terms: dict[str, dict[str, Any]], name: str) -> str | None:
     check = terms.get(name)
     return check["value"] if check and check["verified"] else None
 
+
+
+def _holding_days(terms: dict[str, dict[str, Any]]) -> int | None:
+    check = terms.get("rolling_reserve")
+    return int(check["holding_days"]) if check and check["verified"] and check.get("holding_days") else None

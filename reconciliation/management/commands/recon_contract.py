@@ -15,14 +15,15 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from paypilot.tenancy import tenant_context
 from reconciliation.management.commands._common import ACTOR, read_file, refused, tenant_get
 from reconciliation.models import ContractVersion
-from reconciliation.services.contracts import ContractRefused, contract_add
+from reconciliation.services.contracts import DELAY_UNITS, ContractRefused, contract_add
 from reconciliation.services.proposals import contract_proposal_confirm, contract_proposal_create, proposal_as_dict
 
 
 def _version_json(v: ContractVersion) -> dict[str, Any]:
     return {"currency": v.currency, "version": v.version, "effective_from": v.effective_from.isoformat(),
             "percent": str(v.percent), "fixed_minor": v.fixed_minor, "chargeback_fee_minor": v.chargeback_fee_minor,
-            "payout_delay_days": v.payout_delay_days}
+            "payout_delay_days": v.payout_delay_days, "payout_delay_unit": v.payout_delay_unit,
+            "payout_calendar": v.payout_calendar or None}
 
 
 class Command(BaseCommand):
@@ -38,6 +39,9 @@ class Command(BaseCommand):
         add.add_argument("--fixed", required=True, help="fixed fee per capture in major units, e.g. 0.30")
         add.add_argument("--chargeback-fee", required=True, help="fee per dispute in major units")
         add.add_argument("--payout-delay-days", required=True, type=int)
+        add.add_argument("--payout-delay-unit", default="days", choices=DELAY_UNITS,
+                         help="business_days for T+N and 'N business days'")
+        add.add_argument("--payout-calendar", default="", help="whose banking days, e.g. US, TARGET, GB")
         add.add_argument("--international-surcharge", default=None, help="per cent; stored, not applied yet")
         add.add_argument("--rolling-reserve", default=None, help="per cent; stored, not applied yet")
         listing = sub.add_parser("list")
@@ -75,6 +79,7 @@ class Command(BaseCommand):
                 payout_delay_days=options["payout_delay_days"],
                 international_surcharge=options["international_surcharge"],
                 rolling_reserve=options["rolling_reserve"], actor=ACTOR,
+                payout_delay_unit=options["payout_delay_unit"], payout_calendar=options["payout_calendar"],
             )
         except ContractRefused as exc:
             raise refused(exc) from exc
