@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from reconciliation.fee_words import CARD, pieces, topic_at
+from reconciliation.fee_words import CARD, delay_topic, pieces, surcharge_topic, topic_at
 from reconciliation.money_words import (
     CURRENCY_MARKER,
     NUMBER,
@@ -177,25 +177,29 @@ def _percents(clause: str) -> list[tuple[int, Decimal, bool]]:
     return out
 
 
-def _delay(clause: str) -> tuple[str, str] | None:
-    """(days, unit) of a payout delay: "T+2" and "2 business days" are business days,
-    "7 days" calendar days, "weekly on Mondays" at most 7 days."""
-    match = _DELAY.search(clause)
-    if match:
+def _delay(clause: str, heading: str = "") -> tuple[str, str] | None:
+    """(days, unit) of the first payout delay in `clause` that stands where payouts are
+    named: "T+2" and "2 business days" are business days, "7 days" calendar days, "next
+    business day" 1 business day, "same day" 0 days, "weekly on Mondays" at most 7 days."""
+    found: list[tuple[int, str, str]] = []
+    for match in _DELAY.finditer(clause):
         if match.group(1):  # T+N counts banking days unless it says calendar
-            return match.group(1), DAYS if (match.group(2) or "").lower() == "calendar" else BUSINESS_DAYS
+            unit = DAYS if (match.group(2) or "").lower() == "calendar" else BUSINESS_DAYS
+            found.append((match.start(), match.group(1), unit))
+            continue
         word = match.group(3).lower()
-        value = str(NUMBER_WORDS[word]) if word in NUMBER_WORDS else word
-        kind = (match.group(4) or "").lower()
         written = match.group(0).lower()
-        business = kind in ("business", "working", "bank", "banking") or any(
+        business = (match.group(4) or "").lower() in ("business", "working", "bank", "banking") or any(
             w in written for w in ("werktag", "bankarbeitstag", "ouvr", "hábil", "habil"))
-        return value, BUSINESS_DAYS if business else DAYS
-    nxt = _NEXT_DAY.search(clause)
-    if nxt:
-        return ("0", DAYS) if nxt.group(0).lower().startswith("same") else ("1", BUSINESS_DAYS)
-    if WEEKLY.search(clause):
-        return "7", DAYS
+        found.append((match.start(), str(NUMBER_WORDS.get(word, word)), BUSINESS_DAYS if business else DAYS))
+    for match in _NEXT_DAY.finditer(clause):
+        same = match.group(0).lower().startswith("same")
+        found.append((match.start(), "0" if same else "1", DAYS if same else BUSINESS_DAYS))
+    found += [(m.start(), "7", DAYS) for m in WEEKLY.finditer(clause)]
+    # A number of days beats "weekly" ("weekly, 3 days after the week closes").
+    for position, value, unit in sorted(found, key=lambda f: (f[1] == "7" and f[2] == DAYS, f[0])):
+        if delay_topic(clause, position, heading) == "payout":
+            return value, unit
     return None
 
 
@@ -232,7 +236,8 @@ def terms_extract(text: str) -> Extraction:
     for clause, heading in segments(text):
         percents = _percents(clause)
         amounts = _amounts(clause, dollar=dollar, fallback=doc_currency) or _bare_amounts_at(clause, doc_currency)
-        at = {pos: topic_at(clause, pos, heading) for pos in [p[0] for p in percents] + [a[0] for a in amounts]}
+        at = {pos: topic_at(clause, pos, heading) for pos, _ in amounts}
+        at.update({pos: surcharge_topic(clause, pos, heading) for pos, _v, _plus in percents})
         topics = {topic_at(clause, start, heading) for start, _end in pieces(clause)}
         if "reserve" in topics and "rolling_reserve" not in terms:
             mine = [p for p in percents if at[p[0]] == "reserve"]
@@ -252,7 +257,7 @@ def terms_extract(text: str) -> Extraction:
             if extra:
                 terms["international_surcharge"] = Term(_plain(extra[0][1]), PERCENT, clause)
         if "payout" in topics and "payout_delay" not in terms:
-            delay = _delay(clause)
+            delay = _delay(clause, heading)
             if delay:
                 calendar = _calendar(text, doc_currency) if delay[1] == BUSINESS_DAYS else None
                 terms["payout_delay"] = Term(delay[0], delay[1], clause, calendar=calendar)

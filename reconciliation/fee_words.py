@@ -27,9 +27,10 @@ VOCABULARY: dict[str, str] = {
                      r"|overseas|extranjer[ao]s?|internacional(?:es)?|grenzüberschreitend",
     "payout": r"pay[\s-]?outs?|paid out|settle(?:d|ment)?|transfers? to your bank|auszahlung(?:en)?|versements?"
               r"|deposits?|funds (?:arrive|are available|become available|reach)|available (?:in|after)"
-              r"|\bt\s?\+\s?\d|abrechnung|gutschrift|liquidaci[óo]n|abonos?|transferencias?",
+              r"|\bt\s?\+\s?\d|abrechnung|gutschrift|liquidaci[óo]n|abonos?|transferencias?|vers[ée]s"
+              r"|bank account|compte bancaire|bankkonto|gesch[äa]ftskonto|cuenta bancaria|nominated account",
     OTHER: r"refund|conversion|currency exchange|\bfx\b|instant|\btax\b|\bvat\b|\bmwst|monthly|volume"
-           r"|discount|invoice|billing|subscription|\bcap(?:ped)?\b|\bmax(?:imum)?\b|\bach\b|\bsepa\b"
+           r"|discount|billing|subscription|\bcap(?:ped)?\b|\bmax(?:imum)?\b|\bach\b|\bsepa\b"
            r"|bank transfer|direct debit|lastschrift|\bwire\b|crypto|terminal|in[\s-]person|tap to pay|\blink\b"
            r"|klarna|afterpay|ideal|bancontact|sofort|giropay|micropayment|minimum|chargeback protection"
            r"|setup|set-up|pci|statement fee|gateway|virtual terminal|manually entered|keyed",
@@ -76,14 +77,41 @@ def pieces(clause: str) -> list[tuple[int, int]]:
     return out
 
 
-def topic_at(clause: str, position: int, heading: str = "") -> str | None:
+def topic_at(clause: str, position: int, heading: str = "", *, weak: tuple[str, ...] = ()) -> str | None:
     """The topic of the number at `position` in `clause`: its own piece's, else the nearest
-    earlier piece's that names one, else the heading's."""
+    earlier piece's that names one, else the heading's. A `weak` topic is passed over while
+    a stronger one is found before it: a delay is never a card fee, so in "Payouts: every
+    business day, 2 business days after the payment" the 2 is about payouts."""
     lower = clause.lower()
     spans = pieces(clause)
     index = next((i for i, (a, b) in enumerate(spans) if a <= position <= b), len(spans) - 1)
+    first_weak = None
     for i in range(index, -1, -1):
         found = topic_of(lower[spans[i][0]:spans[i][1]])
-        if found is not None:
+        if found in weak:
+            first_weak = first_weak or found
+        elif found is not None:
             return found
-    return topic_of(heading.lower())
+    return topic_of(heading.lower()) if first_weak is None else (topic_of(heading.lower()) or first_weak)
+
+
+def delay_topic(clause: str, position: int, heading: str = "") -> str | None:
+    """The topic of a number of days: card words ("after the payment") do not make it a fee."""
+    found = topic_at(clause, position, heading, weak=(CARD,))
+    return None if found == CARD else found
+
+
+_SURCHARGE_WORDS = re.compile(r"surcharge|additional|extra|\badd(?:ed|s|itionally)?\b|on top|zuschlag|zusätzlich"
+                              r"|suppl[ée]ment|recargo|adicional")
+
+
+def surcharge_topic(clause: str, position: int, heading: str = "") -> str | None:
+    """The topic of a percentage: one said to be added ("an additional 1.25% is added to the
+    rate", "+1%") after a piece naming foreign cards is that piece's surcharge."""
+    start, end = next(((a, b) for a, b in pieces(clause) if a <= position <= b), (0, len(clause)))
+    piece = clause[start:end].lower()
+    if _SURCHARGE_WORDS.search(piece) or clause[max(start, position - 2):position].strip().endswith("+"):
+        found = topic_at(clause, position, heading, weak=(CARD,))
+        if found == "international":
+            return found
+    return topic_at(clause, position, heading)
