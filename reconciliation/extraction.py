@@ -83,6 +83,7 @@ _CALENDAR_NAMED = (
 )
 _CALENDAR_OF_CURRENCY = {"USD": "US", "EUR": "TARGET", "GBP": "GB", "CAD": "CA", "AUD": "AU", "CHF": "CH",
                          "JPY": "JP", "SEK": "SE", "NOK": "NO", "DKK": "DK", "PLN": "PL", "NZD": "NZ", "SGD": "SG"}
+_RANGE_END = re.compile(r"\d\s?(?:-|–|—|to|bis|à|a)\s?$")
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+(?=[A-Z(\"'ÄÖÜÉ])")
 
 
@@ -182,6 +183,7 @@ def _delay(clause: str, heading: str = "") -> tuple[str, str] | None:
     named: "T+2" and "2 business days" are business days, "7 days" calendar days, "next
     business day" 1 business day, "same day" 0 days, "weekly on Mondays" at most 7 days."""
     found: list[tuple[int, str, str]] = []
+    ranges: set[int] = set()  # the end of "2-3 business days": a single figure elsewhere is the term
     for match in _DELAY.finditer(clause):
         if match.group(1):  # T+N counts banking days unless it says calendar
             unit = DAYS if (match.group(2) or "").lower() == "calendar" else BUSINESS_DAYS
@@ -192,12 +194,14 @@ def _delay(clause: str, heading: str = "") -> tuple[str, str] | None:
         business = (match.group(4) or "").lower() in ("business", "working", "bank", "banking") or any(
             w in written for w in ("werktag", "bankarbeitstag", "ouvr", "hábil", "habil"))
         found.append((match.start(), str(NUMBER_WORDS.get(word, word)), BUSINESS_DAYS if business else DAYS))
+        if _RANGE_END.search(clause[:match.start()]):
+            ranges.add(match.start())
     for match in _NEXT_DAY.finditer(clause):
         same = match.group(0).lower().startswith("same")
         found.append((match.start(), "0" if same else "1", DAYS if same else BUSINESS_DAYS))
     found += [(m.start(), "7", DAYS) for m in WEEKLY.finditer(clause)]
-    # A number of days beats "weekly" ("weekly, 3 days after the week closes").
-    for position, value, unit in sorted(found, key=lambda f: (f[1] == "7" and f[2] == DAYS, f[0])):
+    # A single number of days beats the end of a range, which beats "weekly".
+    for position, value, unit in sorted(found, key=lambda f: (f[1] == "7" and f[2] == DAYS, f[0] in ranges, f[0])):
         if delay_topic(clause, position, heading) == "payout":
             return value, unit
     return None

@@ -29,7 +29,8 @@ VOCABULARY: dict[str, str] = {
               r"|deposits?|funds (?:arrive|are available|become available|reach)|available (?:in|after)"
               r"|\bt\s?\+\s?\d|abrechnung|gutschrift|liquidaci[óo]n|abonos?|transferencias?|vers[ée]s"
               r"|bank account|compte bancaire|bankkonto|gesch[äa]ftskonto|cuenta bancaria|nominated account",
-    OTHER: r"refund|conversion|currency exchange|\bfx\b|instant|\btax\b|\bvat\b|\bmwst|monthly|volume"
+    OTHER: r"refund|conversion|currency exchange|\bfx\b|instant|\btax\b|\bvat\b|\bmwst|monthly"
+           r"|volume (?:discount|pricing|rate)|high volume"
            r"|discount|billing|subscription|\bcap(?:ped)?\b|\bmax(?:imum)?\b|\bach\b|\bsepa\b"
            r"|bank transfer|direct debit|lastschrift|\bwire\b|crypto|terminal|in[\s-]person|tap to pay|\blink\b"
            r"|klarna|afterpay|ideal|bancontact|sofort|giropay|micropayment|minimum|chargeback protection"

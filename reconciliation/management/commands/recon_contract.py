@@ -1,7 +1,8 @@
 """`recon_contract add --tenant T --currency USD --effective-from DATE --percent 2.9 --fixed 0.30
 --chargeback-fee 15.00 --payout-delay-days 2`; `recon_contract list --tenant T`;
 `recon_contract propose --tenant T --document FILE` (read and check the terms of a pricing
-document); `recon_contract confirm --tenant T --proposal ID --effective-from DATE` (the yes)."""
+document); `recon_contract confirm --tenant T --proposal ID --effective-from DATE` (the yes);
+`recon_contract eval [--json]` (score the extractor on the pricing-document corpus)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from paypilot.tenancy import tenant_context
+from reconciliation.evals.contract_eval import contract_eval_all, contract_eval_table
 from reconciliation.management.commands._common import ACTOR, read_file, refused, tenant_get
 from reconciliation.models import ContractVersion
 from reconciliation.services.contracts import DELAY_UNITS, ContractRefused, contract_add
@@ -53,8 +55,15 @@ class Command(BaseCommand):
         confirm.add_argument("--tenant", required=True)
         confirm.add_argument("--proposal", required=True, type=int)
         confirm.add_argument("--effective-from", required=True, type=date.fromisoformat)
+        evaluate = sub.add_parser("eval", help="score the extractor on the pricing-document corpus "
+                                               "(reconciliation/evals/contracts): a table per document, then totals")
+        evaluate.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["action"] == "eval":
+            result = contract_eval_all()
+            self.stdout.write(json.dumps(result, indent=2) if options["json"] else contract_eval_table(result))
+            return
         tenant = tenant_get(options["tenant"])
         if options["action"] == "list":
             with tenant_context(tenant):
