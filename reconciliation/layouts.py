@@ -24,26 +24,23 @@ from reconciliation.formats import (
     normalise_header,
     sniff_delimiter,
 )
+from reconciliation.shop_headers import ORDER_HEADERS
 
 PREVIEW_ROWS = 5
 SNIFF_ROWS = 200
 
 # Header synonyms, normalised (lower case, single spaces). English, German, French, Spanish.
 SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
-    "orders": {
-        "order_id": ("order_id", "order id", "order", "order number", "order no", "name", "bestellnummer",
-                     "bestellung", "numéro de commande", "commande", "n° de commande", "número de pedido",
-                     "pedido", "id pedido"),
-        "ordered_at": ("ordered_at", "created_at", "order date", "date", "created", "bestelldatum", "datum",
-                       "date de commande", "fecha", "fecha del pedido", "fecha de pedido"),
-        "amount": ("amount", "total", "order total", "grand total", "betrag", "gesamt", "summe", "montant",
-                   "total ttc", "importe", "total pedido"),
-        "currency": ("currency", "währung", "waehrung", "devise", "monnaie", "moneda", "divisa"),
-        "payment_reference": ("payment_reference", "payment reference", "transaction id", "payment id",
-                              "charge id", "zahlungsreferenz", "référence de paiement", "referencia de pago"),
-        "customer_email": ("customer_email", "email", "e-mail", "customer email", "kunden-e-mail", "courriel",
-                           "correo", "correo electrónico"),
-        "status": ("status", "financial status", "payment status", "zahlungsstatus", "statut", "estado"),
+    "orders": {  # the shop platforms' own headers first (`shop_headers`), then generic words
+        name: tuple(dict.fromkeys(ORDER_HEADERS.get(name, ()) + generic)) for name, generic in {
+            "order_id": ("order_id", "order", "bestellnummer", "bestellung", "commande", "pedido", "id pedido"),
+            "ordered_at": ("ordered_at",),
+            "amount": ("amount",),
+            "currency": (),
+            "payment_reference": ("payment_reference",),
+            "customer_email": (),
+            "status": (),
+        }.items()
     },
     "provider": {
         "transaction_id": ("transaction_id", "transaction id", "id", "psp reference", "pspreference",
@@ -98,6 +95,10 @@ SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
 # appear: when every sampled value fits both, the suggestion says so instead of choosing.
 DATE_FORMATS = (
     "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d",
+    # With an offset: Shopify's "2026-11-13 14:22:10 +0100", ISO 8601 "2026-11-13T14:22:10+01:00" / "...Z".
+    "%Y-%m-%d %H:%M:%S %z", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z",
+    # Magento's order grid ("Nov 13, 2026 2:22:10 PM") and spelled-out months ("13 Nov 2026").
+    "%b %d, %Y %I:%M:%S %p", "%b %d, %Y", "%d %b %Y %H:%M", "%d %b %Y",
     "%d/%m/%Y %H:%M:%S", "%d/%m/%Y %H:%M", "%d/%m/%Y", "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%m/%d/%Y",
     "%d.%m.%Y %H:%M:%S", "%d.%m.%Y %H:%M", "%d.%m.%Y", "%d-%m-%Y %H:%M", "%d-%m-%Y", "%Y/%m/%d",
     "%d/%m/%y", "%m/%d/%y", "%d.%m.%y",
