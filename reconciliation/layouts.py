@@ -146,10 +146,23 @@ def date_format_sniff(values: list[str]) -> tuple[str | None, str]:
     return None, "no known date format fits every value"
 
 
-def decimal_separator_sniff(values: list[str]) -> str:
-    comma = sum(bool(_DECIMAL_COMMA.match(v.strip())) for v in values)
-    point = sum(bool(_DECIMAL_POINT.match(v.strip())) for v in values)
-    return "," if comma > point else "."
+_EITHER = re.compile(r"[-+(]?\d{1,3}[.,]\d{3}\)?-?")
+_MARKER = re.compile(r"^[^\d\s()+\-.,]{1,4}\s?|\s?[^\d\s()+\-.,]{1,4}$")  # "€ 24,95", "24,95 €", "EUR 5"
+
+
+def decimal_separator_sniff(values: list[str]) -> tuple[str, str]:
+    """(separator, note) read from the amounts: "1.234,50" and "12,5" say comma, "1,234.50"
+    and "12.50" say point; "1,234" or "1.234" alone could be either, and is said to be."""
+    cleaned = [_MARKER.sub("", v.strip()) for v in values if v.strip()]
+    either = [v for v in cleaned if _EITHER.fullmatch(v)]  # "1,234": thousands or three decimals
+    clear = [v for v in cleaned if not _EITHER.fullmatch(v)]
+    comma = sum(bool(_DECIMAL_COMMA.match(v)) for v in clear)
+    point = sum(bool(_DECIMAL_POINT.match(v)) for v in clear)
+    if comma == point:
+        if either:
+            return ".", "decimal separator: ambiguous (every amount fits thousands or decimals); '.' assumed"
+        return ".", "decimal separator: no amount shows one; '.' assumed"
+    return ("," if comma > point else "."), "decimal separator: read from the values"
 
 
 def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
@@ -211,7 +224,8 @@ def suggestion_build(*, kind: str, sampled: SampledFile, columns: dict[str, str]
             if date_format is None or len(found) > len(date_format):
                 date_format = found  # the richest format (with time) covers the plain dates
     amount_values = [v for name in ("amount", "fee", "net") if name in columns for v in values(name)]
-    decimal_separator = decimal_separator_sniff(amount_values)
+    decimal_separator, decimal_note = decimal_separator_sniff(amount_values)
+    notes.append(decimal_note)
     mapped_required = len(REQUIRED[kind] & set(columns)) / len(REQUIRED[kind])
     confidence = round(mapped_required * (1.0 if date_format else 0.5), 2)
     preview: list[dict[str, Any]] = []

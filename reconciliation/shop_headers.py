@@ -28,8 +28,8 @@ from __future__ import annotations
 ORDER_HEADERS: dict[str, tuple[str, ...]] = {
     "order_id": (
         "order id", "order number", "order no", "order #", "order_number", "name", "increment_id", "increment id",
-        "ordernumber", "orderid", "order reference", "reference", "référence", "referencia", "id", "bestell-nr.", "bestellnr",
-        "bestell-nummer", "auftragsnummer", "n° de commande", "numéro de commande", "id de commande",
+        "ordernumber", "orderid", "order reference", "reference", "référence", "referencia", "id", "bestell-nr.",
+        "bestellnr", "bestell-nummer", "auftragsnummer", "n° de commande", "numéro de commande", "id de commande",
         "número de pedido", "id del pedido", "n.º de pedido", "pedido",
     ),
     "ordered_at": (
