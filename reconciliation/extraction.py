@@ -1,14 +1,16 @@
 """The deterministic reader of fee terms: common wording of pricing schedules, no model.
 
 Pure (no ORM): text in, an `Extraction` out. Each term comes with the value as written
-(normalised to a decimal string), its unit and the clause it was read from, verbatim (one
-line of the document, or one sentence of a long line), so `reconciliation.verification`
-checks it exactly like a model's answer. Reads, among others: "2.9% + 30¢ per successful
-card charge", "2,9 % + 0,25 €", "Chargeback fee: $15.00", "Disputes cost 15 USD each",
-"Payouts arrive on a 2 business day rolling basis", "T+2", "International cards: +1.5%",
-"rolling reserve of 10% held for 90 days", and Markdown or HTML table rows
-("| Chargeback | €15.00 |"). The first clause for a term wins, except that a clause about
-cards beats one about other payment methods for the percentage and fixed fee.
+(normalised to a decimal string), its unit and the clause it was read from, verbatim (a
+table row, or one sentence of a line), so `reconciliation.verification` checks it exactly
+like a model's answer. Each number goes to the term its piece of the clause names
+(`reconciliation.fee_words`): in "2.9% + 30¢ per charge. Chargeback fee: $10.00" the 30¢ is
+the fixed fee. Reads, among others: "2,9 % zzgl. 0,30 €", "Disputes cost 15 USD each",
+"T+2", "2 business days" (business days, with the currency's banking calendar), "weekly on
+Mondays", "An additional 1.5% applies to cards issued outside the EEA", "rolling reserve of
+10% held for 90 days" (with its holding period; 0 % is valid), and Markdown or HTML table
+rows ("| Chargeback | €15.00 |"). The first value for a term wins, except that a card rate
+with its fixed fee beats a percentage alone.
 """
 
 from __future__ import annotations
