@@ -28,7 +28,8 @@ VOCABULARY: dict[str, str] = {
     "payout": r"pay[\s-]?outs?|paid out|settle(?:d|ment)?|transfers? to your bank|auszahlung(?:en)?|versements?"
               r"|deposits?|funds (?:arrive|are available|become available|reach)|available (?:in|after)"
               r"|\bt\s?\+\s?\d|abrechnung|gutschrift|liquidaci[óo]n|abonos?|transferencias?|vers[ée]s"
-              r"|bank account|compte bancaire|bankkonto|gesch[äa]ftskonto|cuenta bancaria|nominated account",
+              r"|bank account|pay you|paid to you|compte bancaire|bankkonto|gesch[äa]ftskonto|cuenta bancaria"
+              r"|nominated account",
     OTHER: r"refund|conversion|currency exchange|\bfx\b|instant|\btax\b|\bvat\b|\bmwst|monthly"
            r"|volume (?:discount|pricing|rate)|high volume"
            r"|discount|billing|subscription|\bcap(?:ped)?\b|\bmax(?:imum)?\b|\bach\b|\bsepa\b"
