@@ -219,7 +219,9 @@ def _holding_days(clause: str, after: int) -> str | None:
     return str(number * _HOLD_FACTOR.get(match.group(2)[0].lower(), 1))
 
 
-def _calendar(text: str, currency: str | None) -> str | None:
+def business_calendar(text: str, currency: str | None) -> str | None:
+    """Whose banking days a business-day delay counts: the calendar the document names, else
+    the currency's (USD: US, EUR: TARGET, GBP: GB, ...)."""
     for pattern, name in _CALENDAR_NAMED:
         if pattern.search(text):
             return name
@@ -265,7 +267,7 @@ def terms_extract(text: str) -> Extraction:
         if "payout" in topics and "payout_delay" not in terms:
             delay = _delay(clause, heading)
             if delay:
-                calendar = _calendar(text, doc_currency) if delay[1] == BUSINESS_DAYS else None
+                calendar = business_calendar(text, doc_currency) if delay[1] == BUSINESS_DAYS else None
                 terms["payout_delay"] = Term(delay[0], delay[1], clause, calendar=calendar)
         card = [p for p in percents if at[p[0]] in (CARD, None) and not p[2]]  # "+ 0.5% for keyed cards" adds
         rank = 0 if CARD in topics else 1
