@@ -42,7 +42,7 @@ from reconciliation.extraction import (
     Term,
     segments,
 )
-from reconciliation.fee_words import CARD, TERM_OF_TOPIC, TOPIC_OF_TERM, delay_topic, surcharge_topic, topic_at
+from reconciliation.fee_words import TERM_OF_TOPIC, TOPIC_OF_TERM, delay_topic, surcharge_topic, topic_at
 from reconciliation.money_words import UNITS_PER_USD, currencies_marked, document_currency, document_dollar, numbers_in
 
 # (reason code, reason shown to the person)
@@ -175,7 +175,7 @@ def _wrong_term(name: str, quote: str, places: list[int], heading: str) -> str |
     reader = {"payout_delay": delay_topic, "percentage_fee": percent, "international_surcharge": percent,
               "rolling_reserve": percent}.get(name, topic_at)
     seen = [reader(quote, place, heading) for place in places]
-    if any(t == want or (want == CARD and t is None) for t in seen):
+    if any(t == want for t in seen):
         return None
     return TERM_OF_TOPIC.get(next((t for t in seen if t), ""), "text that names no fee")
 

@@ -134,3 +134,10 @@ def test_a_confirmed_business_day_delay_is_stored_as_business_days_with_its_cale
     assert (version.payout_delay_days, version.payout_delay_unit, version.payout_calendar) == (
         2, "business_days", "TARGET")
     assert (str(version.rolling_reserve_percent.normalize()), version.rolling_reserve_days) == ("5", 91)
+
+
+def test_a_quote_that_names_no_fee_does_not_support_one() -> None:
+    text = "Cards: 2.9% + 30¢ per charge\nMisc: $0.30\n"
+    result = terms_verify(text=text, extraction=Extraction("USD", {"fixed_fee": Term("0.30", "USD", "Misc: $0.30")}))
+    assert result.terms["fixed_fee"]["reason_code"] == "quote_wrong_term"
+    assert "names no fee" in result.terms["fixed_fee"]["detail"]
