@@ -57,7 +57,8 @@ Rules you always follow:
 - Units: percentages in per cent ("2.9" for 2.9 %, never 0.029), unit "percent"; the fixed fee per
   transaction and the chargeback (dispute) fee in major units of their currency ("0.30", never 30),
   unit the ISO 4217 code of the currency the document names; the payout delay as whole days,
-  unit "days" or "business_days".
+  unit "days" or "business_days"; a rolling reserve's holding period, when stated, as
+  "holding_days" (whole days) beside its value.
 - Leave out a term the document does not state; never guess one.
 Answer with one JSON object:
 {{"currency": "ISO code or null", "terms": {{"percentage_fee": {{"value": "2.9", "unit": "percent",
@@ -98,7 +99,12 @@ def reply_parse(text: str) -> Extraction | None:
             return None
         if not isinstance(unit, str) or len(unit) > 16 or not isinstance(quote, str) or len(quote) > MAX_QUOTE_CHARS:
             return None
-        terms[name] = Term(value=str(value), unit=unit.strip(), quote=quote)
+        holding = item.get("holding_days")
+        if holding is not None and (isinstance(holding, bool) or not isinstance(holding, (str, int))
+                                    or not str(holding).isdigit() or len(str(holding)) > 4):
+            return None
+        terms[name] = Term(value=str(value), unit=unit.strip(), quote=quote,
+                           holding_days=str(holding) if holding is not None and name == "rolling_reserve" else None)
     return Extraction(currency=currency.upper() if currency else None, terms=terms)
 
 

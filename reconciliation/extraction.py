@@ -1,14 +1,16 @@
 """The deterministic reader of fee terms: common wording of pricing schedules, no model.
 
 Pure (no ORM): text in, an `Extraction` out. Each term comes with the value as written
-(normalised to a decimal string), its unit and the clause it was read from, verbatim (one
-line of the document, or one sentence of a long line), so `reconciliation.verification`
-checks it exactly like a model's answer. Reads, among others: "2.9% + 30¢ per successful
-card charge", "2,9 % + 0,25 €", "Chargeback fee: $15.00", "Disputes cost 15 USD each",
-"Payouts arrive on a 2 business day rolling basis", "T+2", "International cards: +1.5%",
-"rolling reserve of 10% held for 90 days", and Markdown or HTML table rows
-("| Chargeback | €15.00 |"). The first clause for a term wins, except that a clause about
-cards beats one about other payment methods for the percentage and fixed fee.
+(normalised to a decimal string), its unit and the clause it was read from, verbatim (a
+table row, or one sentence of a line), so `reconciliation.verification` checks it exactly
+like a model's answer. Each number goes to the term its piece of the clause names
+(`reconciliation.fee_words`): in "2.9% + 30¢ per charge. Chargeback fee: $10.00" the 30¢ is
+the fixed fee. Reads, among others: "2,9 % zzgl. 0,30 €", "Disputes cost 15 USD each",
+"T+2", "2 business days" (business days, with the currency's banking calendar), "weekly on
+Mondays", "An additional 1.5% applies to cards issued outside the EEA", "rolling reserve of
+10% held for 90 days" (with its holding period; 0 % is valid), and Markdown or HTML table
+rows ("| Chargeback | €15.00 |"). The first value for a term wins, except that a card rate
+with its fixed fee beats a percentage alone.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from reconciliation.fee_words import CARD, delay_topic, pieces, surcharge_topic, topic_at
 from reconciliation.money_words import (
     CURRENCY_MARKER,
     NUMBER,
@@ -41,6 +44,8 @@ class Term:
     value: str | None  # as read: a decimal string in the unit ("2.9", "0.30", "2"), or None
     unit: str | None  # "percent", an ISO currency code, "days" or "business_days"
     quote: str  # the clause, verbatim
+    holding_days: str | None = None  # rolling reserve: how long each part is held ("90"), as read
+    calendar: str | None = None  # business-day delay: whose banking days ("US", "TARGET", "GB", ...)
 
 
 @dataclass(frozen=True)
@@ -49,39 +54,39 @@ class Extraction:
     terms: dict[str, Term] = field(default_factory=dict)
 
 
-_MAX_SEGMENT = 300  # a longer line is split into sentences so a quote stays one clause
-
-_KEYWORDS = {
-    "chargeback": r"charge[\s-]?backs?|disputes?|disputed|r[üu]ckbelastung|litiges?|contracargos?|retrocargos?"
-                  r"|inquir(?:y|ies)",
-    "international": r"international|cross[\s-]?border|foreign|non[\s-]?domestic|outside (?:the )?(?:eea|eu|us|uk)"
-                     r"|non[\s-]?(?:eea|eu|us|uk)|ausl[äa]ndische|internationale?s?|étrang[eè]re?s?|overseas",
-    "reserve": r"reserve|r[ée]serve|rücklage|sicherheitseinbehalt",
-    "payout": r"pay[\s-]?outs?|paid out|settle(?:d|ment)?|transfers? to your bank|auszahlung(?:en)?|versements?"
-              r"|deposits?|funds (?:arrive|are available|become available)|available (?:in|after)|\bt\s?\+\s?\d",
-    # Clauses whose percentages or amounts are not the card fee.
-    "other": r"refund|conversion|currency exchange|\bfx\b|instant|\btax\b|\bvat\b|monthly|volume"
-             r"|discount|invoice|billing|subscription|\bcap(?:ped)?\b|tiered|\bach\b|\bsepa\b|bank transfer"
-             r"|direct debit|\bwire\b|crypto|terminal|in[\s-]person|tap to pay|\blink\b|klarna|afterpay|paypal",
-    "cards": r"cards?|transactions?|charges?|payments?|karten|cartes?|tarjetas?|online|standard|processing",
-    "fixed": r"fixed|flat|per (?:successful )?(?:transaction|charge|payment)|transaction fee|per tx|fixe",
-}
-# Matched against the lower-cased clause: case-sensitive patterns are several times faster.
-_KW = {name: re.compile(rf"(?:{pattern})") for name, pattern in _KEYWORDS.items()}
-
 _AMOUNT_BEFORE = re.compile(rf"({CURRENCY_MARKER})\s?({NUMBER})(?![\d%])")
 _AMOUNT_AFTER = re.compile(
     rf"(?<![\d.,])({NUMBER})\s?(¢|cents?\b|ct\.?(?!\w)|Cent\b|pence\b|(?<=\d)[cp]\b|{CURRENCY_MARKER})"
 )
 _BARE_AMOUNT = re.compile(rf"(?<![\d.,%+])({NUMBER})(?![\d.,]|\s?%)")
 _PERCENT = re.compile(rf"(?<![\d.,])(\+\s?)?({NUMBER})\s?(?:%|percent\b|per cent\b|pct\b|Prozent\b)", re.I)
+_DAY_NUMBER = r"(\d{1,3}|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")"
 _DELAY = re.compile(
-    r"(?i)\bT\s?\+\s?(\d{1,2})\b(?:\s*(business|working|bank))?"
-    r"|(?<![\d.,])(\d{1,2}|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) +
-    r")[\s-]+(?:(business|working|bank|calendar)[\s-]+)?days?\b"
+    r"(?i)\bT\s?\+\s?(\d{1,2})\b(?:\s*(business|working|bank|calendar))?"
+    r"|(?<![\d.,])" + _DAY_NUMBER + r"[\s-]+(?:(business|working|bank|calendar|banking)[\s-]+)?"
+    r"(?:days?|tage?n?|werktage?n?|bankarbeitstage?n?|jours?(?: ouvr[ée]s| ouvrables)?|d[íi]as?(?: h[áa]biles)?)\b"
 )
-_SURCHARGE = re.compile(r"(?i)surcharge|additional|extra|\badd(?:ed|s)?\b|on top|plus|zuschlag|suppl[ée]ment")
+WEEKLY = re.compile(r"(?i)\bweekly\b|\bonce a week\b|\bevery (?:monday|tuesday|wednesday|thursday|friday)\b"
+                     r"|\bwöchentlich\b|\bhebdomadaire\b|\bsemanal\b")
+_HOLD = re.compile(r"(?i)(?<![\d.,%])" + _DAY_NUMBER + r"[\s-]+(days?|weeks?|months?|tage?n?|wochen|monate?n?|jours"
+                   r"|mois|d[íi]as)\b")
+_HOLD_FACTOR = {"d": 1, "t": 1, "j": 1, "w": 7, "m": 30}  # days, Tage, jours, días; weeks, Wochen; months, Monate, mois
+_SURCHARGE = re.compile(r"(?i)surcharge|additional|extra|\badd(?:ed|s|itionally)?\b|on top|plus|zuschlag|zusätzlich"
+                        r"|suppl[ée]ment|\bfee\b|geb[üu]hr|recargo|adicional")
 _NEXT_DAY = re.compile(r"(?i)\bnext[\s-](business[\s-]|working[\s-])?day\b|\bsame[\s-]day\b")
+# A rate written as a fraction ("0.029 of the amount"): read so verification can call it a unit error.
+_FRACTION = re.compile(r"(?<![\d.,])0[.,]0\d{1,3}(?![\d%])")
+# The business-day calendar of a delay: named in the document, else the currency's banking days.
+_CALENDAR_NAMED = (
+    (re.compile(r"(?i)federal reserve|us (?:federal|bank) holidays"), "US"),
+    (re.compile(r"(?i)\btarget2?\b"), "TARGET"),
+    (re.compile(r"(?i)uk bank holidays|bank holidays in england|england and wales"), "GB"),
+    (re.compile(r"(?i)bankarbeitstag"), "DE"),
+)
+_CALENDAR_OF_CURRENCY = {"USD": "US", "EUR": "TARGET", "GBP": "GB", "CAD": "CA", "AUD": "AU", "CHF": "CH",
+                         "JPY": "JP", "SEK": "SE", "NOK": "NO", "DKK": "DK", "PLN": "PL", "NZD": "NZ", "SGD": "SG"}
+_RANGE_END = re.compile(r"\d\s?(?:-|–|—|to|bis|à|a)\s?$")
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+(?=[A-Z(\"'ÄÖÜÉ])")
 
 
 @dataclass(frozen=True)
@@ -91,8 +96,8 @@ class _Amount:
     cents: bool
 
 
-def _segments(text: str) -> list[tuple[str, str]]:
-    """(clause, heading in force) pairs: lines, long lines split into sentences. A heading
+def segments(text: str) -> list[tuple[str, str]]:
+    """(clause, heading in force) pairs: lines, prose lines split into sentences. A heading
     (a Markdown `#` line, or a short line without digits) gives a clause its topic when the
     clause itself names none ("| Fee | $15.00 |" under "## Disputes"). A line with a value
     in it ("Payouts: two business days") is a clause, never a heading."""
@@ -103,10 +108,11 @@ def _segments(text: str) -> list[tuple[str, str]]:
         if not line or re.fullmatch(r"[|:\-\s+=_*#]+", line):
             continue
         if line.startswith("#") or (len(line) <= 80 and not re.search(r"\d", line) and not _DELAY.search(line)
-                                    and not _NEXT_DAY.search(line)):
+                                    and not _NEXT_DAY.search(line) and not WEEKLY.search(line)):
             heading = line.lstrip("#").strip()
             continue
-        parts = [line] if len(line) <= _MAX_SEGMENT else re.split(r"(?<=[.;!?])\s+(?=[A-Z(\"'])", line)
+        # A table row is one clause (its cells label each other); prose is read a sentence at a time.
+        parts = [line] if "|" in line else _SENTENCE.split(line)
         out.extend((part, heading) for part in parts if part)
     return out
 
@@ -174,78 +180,113 @@ def _percents(clause: str) -> list[tuple[int, Decimal, bool]]:
     return out
 
 
-def _delay(clause: str) -> tuple[str, str] | None:
-    match = _DELAY.search(clause)
-    if match:
-        if match.group(1):
-            return match.group(1), BUSINESS_DAYS if match.group(2) else DAYS
+def _delay(clause: str, heading: str = "") -> tuple[str, str] | None:
+    """(days, unit) of the first payout delay in `clause` that stands where payouts are
+    named: "T+2" and "2 business days" are business days, "7 days" calendar days, "next
+    business day" 1 business day, "same day" 0 days, "weekly on Mondays" at most 7 days."""
+    found: list[tuple[int, str, str]] = []
+    ranges: set[int] = set()  # the end of "2-3 business days": a single figure elsewhere is the term
+    for match in _DELAY.finditer(clause):
+        if match.group(1):  # T+N counts banking days unless it says calendar
+            unit = DAYS if (match.group(2) or "").lower() == "calendar" else BUSINESS_DAYS
+            found.append((match.start(), match.group(1), unit))
+            continue
         word = match.group(3).lower()
-        value = str(NUMBER_WORDS[word]) if word in NUMBER_WORDS else word
-        kind = (match.group(4) or "").lower()
-        return value, BUSINESS_DAYS if kind in ("business", "working", "bank") else DAYS
-    nxt = _NEXT_DAY.search(clause)
-    if nxt:
-        return ("0", DAYS) if nxt.group(0).lower().startswith("same") else ("1", BUSINESS_DAYS)
+        written = match.group(0).lower()
+        business = (match.group(4) or "").lower() in ("business", "working", "bank", "banking") or any(
+            w in written for w in ("werktag", "bankarbeitstag", "ouvr", "hábil", "habil"))
+        found.append((match.start(), str(NUMBER_WORDS.get(word, word)), BUSINESS_DAYS if business else DAYS))
+        if _RANGE_END.search(clause[:match.start()]):
+            ranges.add(match.start())
+    for match in _NEXT_DAY.finditer(clause):
+        same = match.group(0).lower().startswith("same")
+        found.append((match.start(), "0" if same else "1", DAYS if same else BUSINESS_DAYS))
+    found += [(m.start(), "7", DAYS) for m in WEEKLY.finditer(clause)]
+    # A single number of days beats the end of a range, which beats "weekly".
+    for position, value, unit in sorted(found, key=lambda f: (f[1] == "7" and f[2] == DAYS, f[0] in ranges, f[0])):
+        if delay_topic(clause, position, heading) == "payout":
+            return value, unit
     return None
 
 
-def _topic(clause: str, heading: str) -> str | None:
-    """What a clause is about (`clause` and `heading` lower-cased): the clause's own words
-    first, then its heading's; `other` for clauses whose numbers are not the card fee."""
-    for text, own in ((clause, True), (heading, False)):
-        for topic in ("reserve", "chargeback", "international", "payout"):
-            if _KW[topic].search(text):
-                return topic
-        if own and _KW["other"].search(text):
-            return "other"
-    return None
+def _holding_days(clause: str, after: int) -> str | None:
+    """How long a reserve holds each part: the first period after the percentage."""
+    match = _HOLD.search(clause, after)
+    if not match:
+        return None
+    word = match.group(1).lower()
+    number = NUMBER_WORDS[word] if word in NUMBER_WORDS else int(word)
+    return str(number * _HOLD_FACTOR.get(match.group(2)[0].lower(), 1))
+
+
+def business_calendar(text: str, currency: str | None) -> str | None:
+    """Whose banking days a business-day delay counts: the calendar the document names, else
+    the currency's (USD: US, EUR: TARGET, GBP: GB, ...)."""
+    for pattern, name in _CALENDAR_NAMED:
+        if pattern.search(text):
+            return name
+    return _CALENDAR_OF_CURRENCY.get(currency or "", currency)
 
 
 def terms_extract(text: str) -> Extraction:
     """Read the fee terms a pricing document states in common wording. Never raises: a term
-    it cannot find is simply absent (verification reports the missing required ones)."""
+    it cannot find is simply absent (verification reports the missing required ones).
+
+    Every number is assigned to the term its piece of the clause names (`fee_words`): in
+    "2.9% + 30¢ per charge. Chargeback fee: $10.00" the 30¢ is the fixed fee and the $10.00
+    the chargeback fee; the first value for a term wins, except that a card rate with its
+    fixed fee beats a percentage alone."""
     dollar = document_dollar(text)
     doc_currency = document_currency(text)
     terms: dict[str, Term] = {}
     card_fee: tuple[int, Term, Term | None] | None = None  # (rank, percentage, fixed)
     lone_fixed: Term | None = None
-
-    for clause, heading in _segments(text):
-        lower, lower_heading = clause.lower(), heading.lower()
-        topic = _topic(lower, lower_heading)
+    for clause, heading in segments(text):
         percents = _percents(clause)
-        amounts = _amounts(clause, dollar=dollar, fallback=doc_currency)
-        if topic == "reserve":
-            if percents and "rolling_reserve" not in terms:
-                terms["rolling_reserve"] = Term(_plain(percents[0][1]), "percent", clause)
-        elif topic == "chargeback":
-            if "chargeback_fee" not in terms:
-                money = [a for _, a in amounts] or _bare_amounts(clause, doc_currency)
-                if money:
-                    terms["chargeback_fee"] = Term(_money(money[0]), money[0].currency, clause)
-        elif topic == "international":
+        amounts = _amounts(clause, dollar=dollar, fallback=doc_currency) or _bare_amounts_at(clause, doc_currency)
+        at = {pos: topic_at(clause, pos, heading) for pos, _ in amounts}
+        at.update({pos: surcharge_topic(clause, pos, heading) for pos, _v, _plus in percents})
+        topics = {topic_at(clause, start, heading) for start, _end in pieces(clause)}
+        if "reserve" in topics and "rolling_reserve" not in terms:
+            mine = [p for p in percents if at[p[0]] == "reserve"]
+            if mine:
+                terms["rolling_reserve"] = Term(_plain(mine[0][1]), PERCENT, clause,
+                                                holding_days=_holding_days(clause, mine[0][0]))
+        if "chargeback" in topics and "chargeback_fee" not in terms:
+            mine_money = [a for pos, a in amounts if at[pos] == "chargeback"]
+            if mine_money:
+                terms["chargeback_fee"] = Term(_money(mine_money[0]), mine_money[0].currency, clause)
+        if "international" in topics and "international_surcharge" not in terms:
             # "+1.5%" or "an additional 1.5%" is a surcharge; "3.25% + €0.25 for international
             # cards" is a whole other rate, and its surcharge is not written anywhere to quote.
-            extra = [p for p in percents if p[2]] or (percents if _SURCHARGE.search(lower) else [])
-            if extra and "international_surcharge" not in terms:
-                terms["international_surcharge"] = Term(_plain(extra[0][1]), "percent", clause)
-        elif topic == "payout":
-            delay = _delay(clause)
-            if delay and "payout_delay" not in terms:
-                terms["payout_delay"] = Term(delay[0], delay[1], clause)
-        elif topic is None:
-            percents = [p for p in percents if not p[2]]  # "+ 0.5% for manually entered cards" adds to a fee
-            rank = 0 if _KW["cards"].search(lower) or _KW["cards"].search(lower_heading) else 1
-            if percents and (card_fee is None or rank < card_fee[0]):
-                start, value, _plus = percents[0]
-                after = [a for pos, a in amounts if pos > start] or [
-                    a for pos, a in _bare_amounts_at(clause, doc_currency) if pos > start]
-                fixed = Term(_money(after[0]), after[0].currency, clause) if after else None
-                if fixed is not None or card_fee is None:
-                    card_fee = (rank if fixed is not None else rank + 1, Term(_plain(value), "percent", clause),
-                                fixed)
-            elif amounts and not percents and lone_fixed is None and _KW["fixed"].search(f"{lower} {lower_heading}"):
-                lone_fixed = Term(_money(amounts[0][1]), amounts[0][1].currency, clause)
+            mine = [p for p in percents if at[p[0]] == "international"]
+            whole_rate = any(at[pos] == "international" for pos, _ in amounts)
+            extra = [p for p in mine if p[2]] or ([] if whole_rate or not _SURCHARGE.search(clause) else mine)
+            if extra:
+                terms["international_surcharge"] = Term(_plain(extra[0][1]), PERCENT, clause)
+        if "payout" in topics and "payout_delay" not in terms:
+            delay = _delay(clause, heading)
+            if delay:
+                calendar = business_calendar(text, doc_currency) if delay[1] == BUSINESS_DAYS else None
+                terms["payout_delay"] = Term(delay[0], delay[1], clause, calendar=calendar)
+        card = [p for p in percents if at[p[0]] in (CARD, None) and not p[2]]  # "+ 0.5% for keyed cards" adds
+        rank = 0 if CARD in topics else 1
+        if not card and not percents:
+            card = [(m.start(), Decimal(m.group(0).replace(",", ".")), False) for m in _FRACTION.finditer(clause)
+                    if at.get(m.start(), topic_at(clause, m.start(), heading)) in (CARD, None)]
+            rank = 3  # a rate written as a fraction: kept only when nothing better is read
+        if card and (card_fee is None or rank < card_fee[0]):
+            start = card[0][0]
+            later = [p[0] for p in percents if p[0] > start and not p[2]]
+            stop = later[0] if later else len(clause)
+            after = [a for pos, a in amounts if start < pos < stop and at[pos] in (CARD, None)]
+            fixed = Term(_money(after[0]), after[0].currency, clause) if after else None
+            if fixed is not None or card_fee is None:
+                card_fee = (rank if fixed is not None else rank + 1, Term(_plain(card[0][1]), PERCENT, clause), fixed)
+        elif amounts and not percents and lone_fixed is None and re.search(_FIXED_WORDS, clause.lower()):
+            mine_money = [a for pos, a in amounts if at[pos] in (CARD, None)]
+            if mine_money:
+                lone_fixed = Term(_money(mine_money[0]), mine_money[0].currency, clause)
     if card_fee is not None:
         terms["percentage_fee"] = card_fee[1]
         if card_fee[2] is not None:
@@ -256,12 +297,16 @@ def terms_extract(text: str) -> Extraction:
     return Extraction(currency=currency, terms=terms)
 
 
+_FIXED_WORDS = r"fixed|flat|per (?:successful )?(?:transaction|charge|payment)|transaction fee|per tx|fixe|festbetrag"
+
+
 def _bare_amounts_at(clause: str, currency: str | None) -> list[tuple[int, _Amount]]:
     """Numbers with no marker ("Chargeback | 15.00" under a column headed "EUR"): amounts in
-    the document's one currency, or in no currency (verification refuses them then)."""
+    the document's one currency, or in no currency (verification refuses them then). Numbers
+    of days and percentages are not amounts."""
+    taken = {m.start(1) for m in _PERCENT.finditer(clause)}
+    days = [(m.start(), m.end()) for m in _DELAY.finditer(clause)] + [
+        (m.start(), m.end()) for m in _HOLD.finditer(clause)]
     return [(m.start(1), _Amount(v, currency, False)) for m in _BARE_AMOUNT.finditer(clause)
-            if (v := _reading(m.group(1))) is not None]
-
-
-def _bare_amounts(clause: str, currency: str | None) -> list[_Amount]:
-    return [a for _, a in _bare_amounts_at(clause, currency)]
+            if m.start(1) not in taken and not any(a <= m.start(1) < b for a, b in days)
+            and (v := _reading(m.group(1))) is not None]

@@ -24,26 +24,23 @@ from reconciliation.formats import (
     normalise_header,
     sniff_delimiter,
 )
+from reconciliation.shop_headers import ORDER_HEADERS
 
 PREVIEW_ROWS = 5
 SNIFF_ROWS = 200
 
 # Header synonyms, normalised (lower case, single spaces). English, German, French, Spanish.
 SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
-    "orders": {
-        "order_id": ("order_id", "order id", "order", "order number", "order no", "name", "bestellnummer",
-                     "bestellung", "numéro de commande", "commande", "n° de commande", "número de pedido",
-                     "pedido", "id pedido"),
-        "ordered_at": ("ordered_at", "created_at", "order date", "date", "created", "bestelldatum", "datum",
-                       "date de commande", "fecha", "fecha del pedido", "fecha de pedido"),
-        "amount": ("amount", "total", "order total", "grand total", "betrag", "gesamt", "summe", "montant",
-                   "total ttc", "importe", "total pedido"),
-        "currency": ("currency", "währung", "waehrung", "devise", "monnaie", "moneda", "divisa"),
-        "payment_reference": ("payment_reference", "payment reference", "transaction id", "payment id",
-                              "charge id", "zahlungsreferenz", "référence de paiement", "referencia de pago"),
-        "customer_email": ("customer_email", "email", "e-mail", "customer email", "kunden-e-mail", "courriel",
-                           "correo", "correo electrónico"),
-        "status": ("status", "financial status", "payment status", "zahlungsstatus", "statut", "estado"),
+    "orders": {  # the shop platforms' own headers first (`shop_headers`), then generic words
+        name: tuple(dict.fromkeys(ORDER_HEADERS.get(name, ()) + generic)) for name, generic in {
+            "order_id": ("order_id", "order", "bestellnummer", "bestellung", "commande", "pedido", "id pedido"),
+            "ordered_at": ("ordered_at",),
+            "amount": ("amount",),
+            "currency": (),
+            "payment_reference": ("payment_reference",),
+            "customer_email": (),
+            "status": (),
+        }.items()
     },
     "provider": {
         "transaction_id": ("transaction_id", "transaction id", "id", "psp reference", "pspreference",
@@ -98,6 +95,10 @@ SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
 # appear: when every sampled value fits both, the suggestion says so instead of choosing.
 DATE_FORMATS = (
     "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d",
+    # With an offset: Shopify's "2026-11-13 14:22:10 +0100", ISO 8601 "2026-11-13T14:22:10+01:00" / "...Z".
+    "%Y-%m-%d %H:%M:%S %z", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z", "%Y-%m-%d %H:%M:%S%z",
+    # Magento's order grid ("Nov 13, 2026 2:22:10 PM") and spelled-out months ("13 Nov 2026").
+    "%b %d, %Y %I:%M:%S %p", "%b %d, %Y", "%d %b %Y %H:%M", "%d %b %Y",
     "%d/%m/%Y %H:%M:%S", "%d/%m/%Y %H:%M", "%d/%m/%Y", "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%m/%d/%Y",
     "%d.%m.%Y %H:%M:%S", "%d.%m.%Y %H:%M", "%d.%m.%Y", "%d-%m-%Y %H:%M", "%d-%m-%Y", "%Y/%m/%d",
     "%d/%m/%y", "%m/%d/%y", "%d.%m.%y",
@@ -145,10 +146,23 @@ def date_format_sniff(values: list[str]) -> tuple[str | None, str]:
     return None, "no known date format fits every value"
 
 
-def decimal_separator_sniff(values: list[str]) -> str:
-    comma = sum(bool(_DECIMAL_COMMA.match(v.strip())) for v in values)
-    point = sum(bool(_DECIMAL_POINT.match(v.strip())) for v in values)
-    return "," if comma > point else "."
+_EITHER = re.compile(r"[-+(]?\d{1,3}[.,]\d{3}\)?-?")
+_MARKER = re.compile(r"^[^\d\s()+\-.,]{1,4}\s?|\s?[^\d\s()+\-.,]{1,4}$")  # "€ 24,95", "24,95 €", "EUR 5"
+
+
+def decimal_separator_sniff(values: list[str]) -> tuple[str, str]:
+    """(separator, note) read from the amounts: "1.234,50" and "12,5" say comma, "1,234.50"
+    and "12.50" say point; "1,234" or "1.234" alone could be either, and is said to be."""
+    cleaned = [_MARKER.sub("", v.strip()) for v in values if v.strip()]
+    either = [v for v in cleaned if _EITHER.fullmatch(v)]  # "1,234": thousands or three decimals
+    clear = [v for v in cleaned if not _EITHER.fullmatch(v)]
+    comma = sum(bool(_DECIMAL_COMMA.match(v)) for v in clear)
+    point = sum(bool(_DECIMAL_POINT.match(v)) for v in clear)
+    if comma == point:
+        if either:
+            return ".", "decimal separator: ambiguous (every amount fits thousands or decimals); '.' assumed"
+        return ".", "decimal separator: no amount shows one; '.' assumed"
+    return ("," if comma > point else "."), "decimal separator: read from the values"
 
 
 def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
@@ -210,7 +224,8 @@ def suggestion_build(*, kind: str, sampled: SampledFile, columns: dict[str, str]
             if date_format is None or len(found) > len(date_format):
                 date_format = found  # the richest format (with time) covers the plain dates
     amount_values = [v for name in ("amount", "fee", "net") if name in columns for v in values(name)]
-    decimal_separator = decimal_separator_sniff(amount_values)
+    decimal_separator, decimal_note = decimal_separator_sniff(amount_values)
+    notes.append(decimal_note)
     mapped_required = len(REQUIRED[kind] & set(columns)) / len(REQUIRED[kind])
     confidence = round(mapped_required * (1.0 if date_format else 0.5), 2)
     preview: list[dict[str, Any]] = []

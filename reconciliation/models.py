@@ -231,7 +231,12 @@ class ContractVersion(models.Model):
     percent_micro = models.BigIntegerField()  # the same in millionths of the amount (29000)
     fixed_minor = models.BigIntegerField()
     chargeback_fee_minor = models.BigIntegerField()
-    payout_delay_days = models.IntegerField()
+    payout_delay_days = models.IntegerField()  # a count of `payout_delay_unit`
+    # "T+2" and "2 business days" are banking days of `payout_calendar` ("US", "TARGET", "GB"):
+    # stored as read, never turned into calendar days (a weekend or holiday lies between).
+    payout_delay_unit = models.CharField(max_length=16, default="days", db_default="days")
+    payout_calendar = models.CharField(max_length=16, blank=True, default="", db_default="")
+    rolling_reserve_days = models.IntegerField(null=True, blank=True)  # how long each reserved part is held
     # Stored, not applied: exports rarely say where a card was issued.
     international_surcharge_percent = models.DecimalField(max_digits=8, decimal_places=4, null=True, blank=True)
     rolling_reserve_percent = models.DecimalField(max_digits=8, decimal_places=4, null=True, blank=True)

@@ -64,6 +64,9 @@ def contract_versions_list(*, tenant: Tenant) -> list[dict[str, Any]]:
         "chargeback_fee_minor": v.chargeback_fee_minor,
         "chargeback_fee_display": f"{format_minor(v.chargeback_fee_minor, v.currency)} {v.currency}",
         "payout_delay_days": v.payout_delay_days,
+        "payout_delay_unit": v.payout_delay_unit,
+        "payout_calendar": v.payout_calendar or None,
+        "rolling_reserve_days": v.rolling_reserve_days,
         "international_surcharge_percent": (str(v.international_surcharge_percent)
                                             if v.international_surcharge_percent is not None else None),
         "rolling_reserve_percent": str(v.rolling_reserve_percent) if v.rolling_reserve_percent is not None else None,

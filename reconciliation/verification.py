@@ -6,14 +6,19 @@ Pure (no ORM). For each term, in this order:
    and nothing else (`quote_not_found`, "quote not found");
 3. the unit is the term's and the value is plausible (`unit_error`, "unit error"): a
    percentage fee or surcharge between 0.1 and 10 (0.029 for 2.9 % is a fraction, 29 a
-   misread), a rolling reserve between 1 and 50 %, fixed and chargeback fees in the currency
+   misread), a rolling reserve between 0 and 50 % (0 % is a stated term), fixed and chargeback fees in the currency
    of the proposal, within its range (up to 5 and 100 US dollars' worth) and its decimals, a
    payout delay of 0 to 30 whole days;
 4. the quote holds the number in some rendering of it (2.9 / 2,9 / 2.90; 0.30 / 30¢ / 30
    cents; 15 / 15.00 / 15,00 / fifteen), as a percentage for percentage terms and not as one
    for the others (`quote_missing_value`, "quote does not contain 10.00");
-5. a fee's currency is the one its quote (else the document) names
-   (`currency_not_read`, "currency not read"; `currency_mismatch`, "currency does not match").
+5. the quote supports the term: the number stands in a piece of the clause that names this
+   kind of fee (`fee_words`: "Chargeback fee: $10.00" names a dispute fee, "2.9% + 30¢ per
+   charge" the card fee), else under a heading that does; a value whose piece is about another
+   term is refused (`quote_wrong_term`, "quote is about the card fee, not this term");
+6. a fee's currency is the one its quote (else the document) names
+   (`currency_not_read`, "currency not read"; `currency_mismatch`, "currency does not match");
+7. a reserve's holding period and a delay's calendar, when given, are read from the quote.
 A required term that was not found is `term_not_found` ("term not found"). The first
 failing check is the term's reason; a term passes only when all of them pass.
 """
@@ -32,9 +37,12 @@ from reconciliation.extraction import (
     PERCENT,
     REQUIRED_TERMS,
     TERMS,
+    WEEKLY,
     Extraction,
     Term,
+    segments,
 )
+from reconciliation.fee_words import TERM_OF_TOPIC, TOPIC_OF_TERM, delay_topic, surcharge_topic, topic_at
 from reconciliation.money_words import UNITS_PER_USD, currencies_marked, document_currency, document_dollar, numbers_in
 
 # (reason code, reason shown to the person)
@@ -45,13 +53,16 @@ QUOTE_MISSING_VALUE = ("quote_missing_value", "quote does not contain {value}")
 CURRENCY_NOT_READ = ("currency_not_read", "currency not read")
 CURRENCY_MISMATCH = ("currency_mismatch", "currency does not match")
 TERM_NOT_FOUND = ("term_not_found", "term not found")
+QUOTE_WRONG_TERM = ("quote_wrong_term", "quote is about the {value}, not this term")
+HOLDING_NOT_IN_QUOTE = ("holding_not_in_quote", "quote does not state a holding period of {value} days")
 
 PERCENT_FEE_RANGE = (Decimal("0.1"), Decimal("10"))
-RESERVE_RANGE = (Decimal("1"), Decimal("50"))
+RESERVE_RANGE = (Decimal("0"), Decimal("50"))
 FIXED_FEE_MAX_USD = Decimal("5")
 CHARGEBACK_FEE_MAX_USD = Decimal("100")
 MAX_DELAY_DAYS = 30
 MAX_QUOTE_CHARS = 1000
+WEEK_DAYS = Decimal(7)  # "weekly on Mondays": a payment waits at most a week
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
                          "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
@@ -81,6 +92,8 @@ def _result(term: Term | None, *, value: str | None, reason: tuple[str, str] | N
         "value": value, "unit": term.unit if term else None, "quote": term.quote if term else None,
         "verified": reason is None, "reason": text.format(value=shown) if text else None, "reason_code": code,
         "detail": detail or None,
+        **({"holding_days": term.holding_days} if term and term.holding_days else {}),
+        **({"calendar": term.calendar} if term and term.calendar else {}),
     }
 
 
@@ -110,7 +123,7 @@ def _unit_problem(name: str, term: Term, number: Decimal, currency: str) -> str 
         low, high = RESERVE_RANGE if name == "rolling_reserve" else PERCENT_FEE_RANGE
         if unit not in (PERCENT, "%"):
             return f"a percentage is given in per cent, not {unit or 'no unit'}"
-        if number < low and number * 100 >= low:
+        if 0 < number < max(low, Decimal("0.1")) and number * 100 >= max(low, Decimal("0.1")):
             return f"{number} looks like a fraction; give per cent ({(number * 100).normalize():f})"
         if not low <= number <= high:
             return f"{number}% is outside {low}% to {high}%"
@@ -135,16 +148,40 @@ def _unit_problem(name: str, term: Term, number: Decimal, currency: str) -> str 
     return None
 
 
-def _quote_holds(name: str, quote: str, number: Decimal) -> bool:
+def _occurrences(name: str, quote: str, number: Decimal) -> list[int]:
+    """Where the quote writes `number` in the term's kind (a percentage or not)."""
     want_percent = name in ("percentage_fee", "international_surcharge", "rolling_reserve")
-    for readings, percent, _cents, _start, _end in numbers_in(quote):
-        if percent == want_percent and number in readings:
-            return True
-    return False
+    found = [start for readings, percent, _cents, start, _end in numbers_in(quote)
+             if percent == want_percent and number in readings]
+    if name == "payout_delay" and number == WEEK_DAYS:
+        found += [m.start() for m in WEEKLY.finditer(quote)]
+    return found
 
 
-def _check(name: str, term: Term, *, document: str, currency: str, dollar: str, doc_currency: str | None
-           ) -> dict[str, Any]:
+def _heading_of(quote: str, text: str) -> str:
+    """The heading in force where the quote stands in the document ("## Disputes" above
+    "| Fee | $15.00 |"): part of what the clause is about."""
+    for clause, heading in segments(text):
+        if quote in normalise(clause) or normalise(clause) in quote:
+            return heading
+    return ""
+
+
+def _wrong_term(name: str, quote: str, places: list[int], heading: str) -> str | None:
+    """None when some occurrence of the value stands where this term is named; else what
+    the quote is about there."""
+    want = TOPIC_OF_TERM[name]
+    percent = surcharge_topic
+    reader = {"payout_delay": delay_topic, "percentage_fee": percent, "international_surcharge": percent,
+              "rolling_reserve": percent}.get(name, topic_at)
+    seen = [reader(quote, place, heading) for place in places]
+    if any(t == want for t in seen):
+        return None
+    return TERM_OF_TOPIC.get(next((t for t in seen if t), ""), "text that names no fee")
+
+
+def _check(name: str, term: Term, *, text: str, document: str, currency: str, dollar: str,
+           doc_currency: str | None) -> dict[str, Any]:
     number = _as_decimal(term.value)
     if number is None:
         return _result(term, value=None if term.value is None else str(term.value), reason=VALUE_NOT_NUMBER)
@@ -158,8 +195,17 @@ def _check(name: str, term: Term, *, document: str, currency: str, dollar: str, 
     problem = _unit_problem(name, term, number, currency)
     if problem:
         return _result(term, value=value, reason=UNIT_ERROR, detail=problem)
-    if not _quote_holds(name, quote, number):
+    places = _occurrences(name, quote, number)
+    if not places:
         return _result(term, value=value, reason=QUOTE_MISSING_VALUE, shown=_shown(name, number, currency))
+    other = _wrong_term(name, quote, places, _heading_of(quote, text))
+    if other is not None:
+        return _result(term, value=value, reason=QUOTE_WRONG_TERM, shown=other,
+                       detail=f"{_shown(name, number, currency)} stands where the quote names the {other}")
+    if name == "rolling_reserve" and term.holding_days:
+        held = _as_decimal(term.holding_days)
+        if held is None or not any(held in r or held / 7 in r or held / 30 in r for r, *_ in numbers_in(quote)):
+            return _result(term, value=value, reason=HOLDING_NOT_IN_QUOTE, shown=str(term.holding_days))
     if name in ("fixed_fee", "chargeback_fee"):
         unit = (term.unit or "").upper()
         marked = currencies_marked(quote, dollar=dollar)
@@ -191,7 +237,7 @@ def terms_verify(*, text: str, extraction: Extraction) -> Checked:
             if name in REQUIRED_TERMS:
                 terms[name] = _result(None, value=None, reason=TERM_NOT_FOUND)
             continue
-        terms[name] = _check(name, term, document=document, currency=currency, dollar=dollar,
+        terms[name] = _check(name, term, text=text, document=document, currency=currency, dollar=dollar,
                              doc_currency=doc_currency)
     currency_ok = currency in UNITS_PER_USD
     confirmable = currency_ok and all(terms[t]["verified"] for t in REQUIRED_TERMS) and all(

@@ -10,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 from paypilot.money import currency_exponent, currency_known
 from paypilot.money import currency_normalise as _normalise
 from reconciliation.formats.base import EPOCH
+from reconciliation.money_words import DOLLAR_CODES, SYMBOLS
 
 
 def currency_normalise(code: str) -> str:
@@ -42,6 +43,23 @@ def _plain_to_minor(value: str, separator: str, exponent: int) -> int | None:
     return -units if whole.startswith("-") else units
 
 
+# A currency written next to the amount, as shop exports do ("€ 24,95", "1.204,00 €", "$12.50",
+# "EUR 24.95"): accepted when it is the row's currency, refused when it names another.
+_MARKED = re.compile(r"(?P<pre>[^\d\s()+\-.,']{1,4}|[A-Z]{3})?\s?(?P<num>[-+]?\d[\d.,\s'\u00a0\u202f]*-?)\s?"
+                     r"(?P<post>[^\d\s()+\-.,']{1,4}|[A-Z]{3})?")
+
+
+def _without_marker(value: str, currency: str) -> str:
+    match = _MARKED.fullmatch(value)
+    if match is None or not (match.group("pre") or match.group("post")):
+        return value
+    marker = (match.group("pre") or match.group("post")).strip()
+    named = DOLLAR_CODES if marker == "$" else {SYMBOLS.get(marker, marker)}
+    if currency not in named:
+        raise ValueError(f"the amount is marked {marker}, the row's currency is {currency}")
+    return match.group("num").strip()
+
+
 def amount_to_minor(text: str, currency: str, *, decimal_separator: str = ".") -> int:
     """A major-unit amount as written in an export ("1.234,56", "-12.50", "(3.00)") to minor
     units, exactly; ValueError on anything that is not a number with at most the currency's
@@ -53,6 +71,7 @@ def amount_to_minor(text: str, currency: str, *, decimal_separator: str = ".") -
     negative = value.startswith("(") and value.endswith(")")
     if negative:
         value = value[1:-1]
+    value = _without_marker(value, currency)
     value = _THOUSANDS.sub("", value)
     if decimal_separator == ",":
         value = value.replace(".", "").replace(",", ".")

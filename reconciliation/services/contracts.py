@@ -17,6 +17,7 @@ from reconciliation.models import ContractVersion
 
 # A fee above this is a misread (29 instead of 2.9), not a contract: refused, never stored.
 MAX_PERCENT = Decimal("20")
+DELAY_UNITS = ("days", "business_days")  # calendar days; banking days of the contract's calendar
 
 
 class ContractRefused(ValueError):
@@ -29,11 +30,14 @@ def contract_add(
     *, tenant: Tenant, currency: str, effective_from: date, percent: str | Decimal, fixed: str | Decimal,
     chargeback_fee: str | Decimal, payout_delay_days: int, international_surcharge: str | Decimal | None = None,
     rolling_reserve: str | Decimal | None = None, quotes: dict[str, str] | None = None, actor: str,
+    payout_delay_unit: str = "days", payout_calendar: str = "", rolling_reserve_days: int | None = None,
 ) -> ContractVersion:
     """Add the next version of `currency`'s terms (amounts in major units). Audited.
 
+    `payout_delay_unit` is "days" or "business_days" (then `payout_calendar` names whose banking
+    days: "US", "TARGET", "GB"...); `rolling_reserve_days` how long each reserved part is held.
     Raises ContractRefused for an unknown currency, a percent outside 0-20, amounts with
-    more decimals than the currency has, or a negative delay."""
+    more decimals than the currency has, a negative delay or another delay unit."""
     try:
         code = currency_normalise(currency)
         micro = percent_to_micro(percent)
@@ -43,8 +47,10 @@ def contract_add(
         raise ContractRefused("bad_contract_value", str(exc)) from exc
     if Decimal(str(percent)) > MAX_PERCENT:
         raise ContractRefused("percent_out_of_range", f"a {percent}% fee is not plausible; give per cent (2.9)")
-    if fixed_minor < 0 or chargeback_minor < 0 or payout_delay_days < 0:
-        raise ContractRefused("bad_contract_value", "fees and the payout delay cannot be negative")
+    if fixed_minor < 0 or chargeback_minor < 0 or payout_delay_days < 0 or (rolling_reserve_days or 0) < 0:
+        raise ContractRefused("bad_contract_value", "fees, the payout delay and the holding period cannot be negative")
+    if payout_delay_unit not in DELAY_UNITS:
+        raise ContractRefused("bad_contract_value", f"the payout delay is counted in {' or '.join(DELAY_UNITS)}")
     with tenant_context(tenant), transaction.atomic():
         # The unique (tenant, currency, version) constraint refuses a concurrent duplicate.
         latest = (ContractVersion.objects.filter(tenant=tenant, currency=code)
@@ -54,7 +60,9 @@ def contract_add(
             effective_day=day_number(effective_from), percent=Decimal(str(percent)), percent_micro=micro,
             fixed_minor=fixed_minor, chargeback_fee_minor=chargeback_minor, payout_delay_days=payout_delay_days,
             international_surcharge_percent=Decimal(str(international_surcharge)) if international_surcharge else None,
-            rolling_reserve_percent=Decimal(str(rolling_reserve)) if rolling_reserve else None,
+            rolling_reserve_percent=Decimal(str(rolling_reserve)) if rolling_reserve is not None else None,
+            payout_delay_unit=payout_delay_unit, payout_calendar=payout_calendar if payout_delay_unit != "days" else "",
+            rolling_reserve_days=rolling_reserve_days,
             quotes=quotes or {}, actor=actor,
         )
         audit_record(event="reconciliation.contract.added", tenant=tenant, actor=actor,

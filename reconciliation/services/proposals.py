@@ -11,6 +11,7 @@ values): a partial contract would silently drop a term the document states.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 from typing import Any
@@ -23,7 +24,7 @@ from paypilot.services import audit_record
 from paypilot.tenancy import tenant_context
 from reconciliation.contract_llm import model_extract
 from reconciliation.documents import document_text
-from reconciliation.extraction import TERMS, Extraction, Term, terms_extract
+from reconciliation.extraction import BUSINESS_DAYS, TERMS, Extraction, Term, business_calendar, terms_extract
 from reconciliation.models import ContractProposal, ContractVersion
 from reconciliation.services.contracts import ContractRefused, contract_add
 from reconciliation.verification import terms_verify
@@ -49,6 +50,7 @@ def contract_proposal_create(*, tenant: Tenant, document: bytes, filename: str, 
     source = ContractProposal.Source.MODEL if extraction is not None else ContractProposal.Source.RULES
     if extraction is None:
         extraction = terms_extract(text)
+    extraction = _with_calendar(extraction, text)
     checked = terms_verify(text=text, extraction=extraction)
     with tenant_context(tenant):
         proposal = ContractProposal.objects.create(
@@ -95,6 +97,9 @@ def contract_proposal_confirm(*, tenant: Tenant, proposal_id: int, effective_fro
             payout_delay_days=int(terms["payout_delay"]["value"]),
             international_surcharge=_optional(terms, "international_surcharge"),
             rolling_reserve=_optional(terms, "rolling_reserve"),
+            payout_delay_unit=terms["payout_delay"]["unit"],
+            payout_calendar=terms["payout_delay"].get("calendar") or "",
+            rolling_reserve_days=_holding_days(terms),
             quotes={name: check["quote"] for name, check in terms.items() if check["verified"]},
             actor=actor,
         )
@@ -129,7 +134,8 @@ def proposal_as_dict(proposal: ContractProposal) -> dict[str, Any]:
 
 
 def _as_extraction(proposal: ContractProposal) -> Extraction:
-    terms = {name: Term(value=t.get("value"), unit=t.get("unit"), quote=t.get("quote") or "")
+    terms = {name: Term(value=t.get("value"), unit=t.get("unit"), quote=t.get("quote") or "",
+                        holding_days=t.get("holding_days"), calendar=t.get("calendar"))
              for name, t in proposal.terms.items() if t.get("value") is not None or t.get("quote")}
     return Extraction(currency=proposal.currency or None, terms=terms)
 
@@ -138,3 +144,18 @@ def _optional(terms: dict[str, dict[str, Any]], name: str) -> str | None:
     check = terms.get(name)
     return check["value"] if check and check["verified"] else None
 
+
+
+def _holding_days(terms: dict[str, dict[str, Any]]) -> int | None:
+    check = terms.get("rolling_reserve")
+    return int(check["holding_days"]) if check and check["verified"] and check.get("holding_days") else None
+
+
+def _with_calendar(extraction: Extraction, text: str) -> Extraction:
+    """A business-day delay the model read gets the document's banking calendar too."""
+    delay = extraction.terms.get("payout_delay")
+    if delay is None or delay.unit != BUSINESS_DAYS or delay.calendar:
+        return extraction
+    calendar = business_calendar(text, extraction.currency)
+    terms = {**extraction.terms, "payout_delay": dataclasses.replace(delay, calendar=calendar)}
+    return Extraction(currency=extraction.currency, terms=terms)

@@ -41,7 +41,7 @@ def test_reads_a_stripe_like_page_with_every_quote_verbatim() -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ("Kartenzahlungen: 2,9 % + 0,25 €\nRückbelastung (Chargeback): 15,00 €\nAuszahlung: T+2",
      {"percentage_fee": ("2.9", "percent"), "fixed_fee": ("0.25", "EUR"), "chargeback_fee": ("15.00", "EUR"),
-      "payout_delay": ("2", "days")}),
+      "payout_delay": ("2", "business_days")}),
     ("Standard cards 1.5% + 20p\nDisputes cost 15 GBP each\nFunds are paid out 7 days after the payment.",
      {"percentage_fee": ("1.5", "percent"), "fixed_fee": ("0.20", "GBP"), "chargeback_fee": ("15", "GBP"),
       "payout_delay": ("7", "days")}),
@@ -85,7 +85,7 @@ def test_markdown_tables_and_section_headings() -> None:
 """
     assert values(text) == {"percentage_fee": ("1.4", "percent"), "fixed_fee": ("0.25", "EUR"),
                             "international_surcharge": ("1.5", "percent"), "chargeback_fee": ("15.00", "EUR"),
-                            "payout_delay": ("3", "days")}
+                            "payout_delay": ("3", "business_days")}
     assert terms_verify(text=text, extraction=terms_extract(text)).confirmable
 
 

@@ -315,3 +315,38 @@ def test_command_refuses_to_confirm_a_failing_proposal(tenant, tmp_path: Path) -
                      "--effective-from", "2026-10-01")
     assert json.loads(str(refused.value))["reason"] == "proposal_not_confirmable"
     assert not ContractVersion.objects.exists()
+
+
+def test_a_model_value_whose_quote_is_about_another_term_is_refused(tenant, model_on) -> None:
+    """Issue 33: a one-line pricing text; the model gives the chargeback fee as 0.30, quoting the
+    whole line (which holds 30¢, but as the card's fixed fee). Refused: the quote does not
+    support the term."""
+    line = "Acme: Cards 2.9% + 30¢ per successful charge. Chargeback fee: $10.00 per dispute. Payouts T+2."
+    quote = {"quote": line}
+    model_on(lambda system, user: json.dumps({"currency": "USD", "terms": {
+        "percentage_fee": {"value": "2.9", "unit": "percent", **quote},
+        "fixed_fee": {"value": "0.30", "unit": "USD", **quote},
+        "chargeback_fee": {"value": "0.30", "unit": "USD", **quote},
+        "payout_delay": {"value": 2, "unit": "business_days", **quote}}}))
+    proposal = contract_proposal_create(tenant=tenant, document=line.encode(), filename="one-line.txt", actor="t")
+    body = proposal_as_dict(proposal)
+    assert body["source"] == "model"
+    chargeback = body["terms"]["chargeback_fee"]
+    assert (chargeback["verified"], chargeback["reason_code"]) == (False, "quote_wrong_term")
+    assert body["terms"]["fixed_fee"]["verified"] and body["confirmable"] is False
+
+
+def test_a_model_reading_keeps_the_delay_calendar_and_the_reserve_holding_period(tenant, model_on) -> None:
+    doc = PRICING + "New accounts may have a rolling reserve of 10% held for 90 days.\n"
+    reserve = {"value": "10", "unit": "percent", "holding_days": 90,
+               "quote": "New accounts may have a rolling reserve of 10% held for 90 days."}
+    model_on(answer(rolling_reserve=reserve))
+    proposal = contract_proposal_create(tenant=tenant, document=doc.encode(), filename="pricing.txt", actor="t")
+    body = proposal_as_dict(proposal)
+    assert body["source"] == "model" and body["confirmable"], body
+    assert body["terms"]["payout_delay"]["calendar"] == "US"
+    assert body["terms"]["rolling_reserve"]["holding_days"] == "90"
+    version = contract_proposal_confirm(tenant=tenant, proposal_id=proposal.pk, effective_from=date(2026, 10, 1),
+                                        actor="t")
+    assert (version.payout_delay_unit, version.payout_calendar, version.rolling_reserve_days) == (
+        "business_days", "US", 90)

@@ -1,7 +1,8 @@
 """`recon_contract add --tenant T --currency USD --effective-from DATE --percent 2.9 --fixed 0.30
 --chargeback-fee 15.00 --payout-delay-days 2`; `recon_contract list --tenant T`;
 `recon_contract propose --tenant T --document FILE` (read and check the terms of a pricing
-document); `recon_contract confirm --tenant T --proposal ID --effective-from DATE` (the yes)."""
+document); `recon_contract confirm --tenant T --proposal ID --effective-from DATE` (the yes);
+`recon_contract eval [--json]` (score the extractor on the pricing-document corpus)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,18 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from paypilot.tenancy import tenant_context
+from reconciliation.evals.contract_eval import contract_eval_all, contract_eval_table
 from reconciliation.management.commands._common import ACTOR, read_file, refused, tenant_get
 from reconciliation.models import ContractVersion
-from reconciliation.services.contracts import ContractRefused, contract_add
+from reconciliation.services.contracts import DELAY_UNITS, ContractRefused, contract_add
 from reconciliation.services.proposals import contract_proposal_confirm, contract_proposal_create, proposal_as_dict
 
 
 def _version_json(v: ContractVersion) -> dict[str, Any]:
     return {"currency": v.currency, "version": v.version, "effective_from": v.effective_from.isoformat(),
             "percent": str(v.percent), "fixed_minor": v.fixed_minor, "chargeback_fee_minor": v.chargeback_fee_minor,
-            "payout_delay_days": v.payout_delay_days}
+            "payout_delay_days": v.payout_delay_days, "payout_delay_unit": v.payout_delay_unit,
+            "payout_calendar": v.payout_calendar or None}
 
 
 class Command(BaseCommand):
@@ -38,6 +41,9 @@ class Command(BaseCommand):
         add.add_argument("--fixed", required=True, help="fixed fee per capture in major units, e.g. 0.30")
         add.add_argument("--chargeback-fee", required=True, help="fee per dispute in major units")
         add.add_argument("--payout-delay-days", required=True, type=int)
+        add.add_argument("--payout-delay-unit", default="days", choices=DELAY_UNITS,
+                         help="business_days for T+N and 'N business days'")
+        add.add_argument("--payout-calendar", default="", help="whose banking days, e.g. US, TARGET, GB")
         add.add_argument("--international-surcharge", default=None, help="per cent; stored, not applied yet")
         add.add_argument("--rolling-reserve", default=None, help="per cent; stored, not applied yet")
         listing = sub.add_parser("list")
@@ -49,8 +55,15 @@ class Command(BaseCommand):
         confirm.add_argument("--tenant", required=True)
         confirm.add_argument("--proposal", required=True, type=int)
         confirm.add_argument("--effective-from", required=True, type=date.fromisoformat)
+        evaluate = sub.add_parser("eval", help="score the extractor on the pricing-document corpus "
+                                               "(reconciliation/evals/contracts): a table per document, then totals")
+        evaluate.add_argument("--json", action="store_true", help="print the result as JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["action"] == "eval":
+            result = contract_eval_all()
+            self.stdout.write(json.dumps(result, indent=2) if options["json"] else contract_eval_table(result))
+            return
         tenant = tenant_get(options["tenant"])
         if options["action"] == "list":
             with tenant_context(tenant):
@@ -75,6 +88,7 @@ class Command(BaseCommand):
                 payout_delay_days=options["payout_delay_days"],
                 international_surcharge=options["international_surcharge"],
                 rolling_reserve=options["rolling_reserve"], actor=ACTOR,
+                payout_delay_unit=options["payout_delay_unit"], payout_calendar=options["payout_calendar"],
             )
         except ContractRefused as exc:
             raise refused(exc) from exc
