@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
+from itertools import islice
 from typing import Any
 
 from django.apps import apps
@@ -31,6 +32,21 @@ HASHED_EMAIL_COLUMNS = ("customer_email_hash",)
 NOT_SUBJECT_DATA: tuple[type[models.Model], ...] = (AuditEvent, Tenant)
 
 Rows = dict[type[models.Model], set[Any]]
+# Keys per `IN (...)` query: well under SQLite's 32,766 parameters and PostgreSQL's 65,535,
+# and small enough that a customer with 10,000 invoices is read a slice at a time.
+KEY_CHUNK = 2000
+
+
+def chunked(items: Iterable[Any], size: int = KEY_CHUNK) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def rows_in(model: type[models.Model], keys: Iterable[Any], *, field: str = "pk", **filters: Any) -> Iterator[Any]:
+    """`model._base_manager` rows whose `field` is one of `keys`, one chunked query at a time."""
+    for chunk in chunked(sorted(keys) if field == "pk" else keys):
+        yield from model._base_manager.filter(**filters, **{f"{field}__in": chunk}).order_by("pk")
 
 
 def is_tenant_model(model: type[models.Model]) -> bool:
@@ -72,9 +88,10 @@ def closure(model: type[models.Model], pks: Iterable[Any]) -> Rows:
             continue
         rows.setdefault(current, set()).update(new)
         for child, field_name in _reverse_relations(current):
-            child_keys = set(
-                child._base_manager.filter(**{f"{field_name}__in": new}).values_list("pk", flat=True)
-            )
+            child_keys = {
+                pk for chunk in chunked(new)
+                for pk in child._base_manager.filter(**{f"{field_name}__in": chunk}).values_list("pk", flat=True)
+            }
             if child_keys:
                 queue.append((child, child_keys))
     return rows
@@ -88,10 +105,11 @@ def by_invoice_ref(tenant: Tenant | int, external_ids: set[str]) -> Rows:
     for model in tenant_models():
         for column in INVOICE_REF_COLUMNS:
             if any(f.name == column for f in model._meta.concrete_fields):
-                keys = set(
-                    model._base_manager.filter(tenant=tenant, **{f"{column}__in": external_ids})
+                keys = {
+                    pk for chunk in chunked(external_ids)
+                    for pk in model._base_manager.filter(tenant=tenant, **{f"{column}__in": chunk})
                     .values_list("pk", flat=True)
-                )
+                }
                 if keys:
                     rows.setdefault(model, set()).update(keys)
     return rows
@@ -105,10 +123,11 @@ def by_email_hash(tenant: Tenant | int, email_hashes: set[str]) -> Rows:
     for model in tenant_models():
         for column in HASHED_EMAIL_COLUMNS:
             if any(f.name == column for f in model._meta.concrete_fields):
-                keys = set(
-                    model._base_manager.filter(tenant=tenant, **{f"{column}__in": email_hashes})
+                keys = {
+                    pk for chunk in chunked(email_hashes)
+                    for pk in model._base_manager.filter(tenant=tenant, **{f"{column}__in": chunk})
                     .values_list("pk", flat=True)
-                )
+                }
                 if keys:
                     rows.setdefault(model, set()).update(keys)
     return rows
@@ -168,11 +187,13 @@ def row_dict(instance: models.Model) -> dict[str, Any]:
 
 
 def dump(rows: Rows) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
+    return {label: list(items) for label, items in dump_iter(rows)}
+
+
+def dump_iter(rows: Rows) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
+    """(model label, its rows as dicts) by label, each read a chunk of keys at a time."""
     for model in sorted(rows, key=lambda m: m._meta.label):
-        instances = model._base_manager.filter(pk__in=rows[model]).order_by("pk")
-        out[model._meta.label] = [row_dict(i) for i in instances]
-    return out
+        yield model._meta.label, (row_dict(i) for i in rows_in(model, rows[model]))
 
 
 def json_default(value: Any) -> Any:
@@ -180,6 +201,10 @@ def json_default(value: Any) -> Any:
     if converted is value:
         raise TypeError(f"not JSON serialisable: {type(value).__name__}")
     return converted
+
+
+def dumps_row(row: Any) -> str:
+    return json.dumps(row, sort_keys=True, default=json_default, ensure_ascii=False)
 
 
 def dumps(document: Any) -> str:
