@@ -171,20 +171,38 @@ def _collect_terms(subject: Subject) -> None:
                 terms.add(value)
     for model, keys in subject.linked.items():
         fields = records.text_fields(model)
+        origins: dict[str, set[str]] = {}
         for row in _values_in(model, keys, [f.attname for f in fields]):
             for f in fields:
                 value = row[f.attname]
                 role = _column_role(f)
                 if role == "hash" and isinstance(value, str) and len(value) >= 4:
-                    identifiers.add(value)
+                    origins.setdefault(f.attname, set()).add(value)
                 elif role == "erase" and model is Customer:
                     # Only the person's own free text (plan, history notes) is searched for:
                     # draft and approval copy is mostly shared template text.
                     terms.update(_free_text(value))
+        for column, values in origins.items():
+            identifiers |= values - _shared(subject, model, column, values)
     subject.terms = sorted(terms, key=len, reverse=True)
     parts = {p for c in subject.customers for p in c.name.split() if len(p) >= 2}
     subject.name_parts = sorted(parts - terms, key=len, reverse=True)
     subject.identifiers = identifiers
+
+
+def _shared(subject: Subject, model: type[models.Model], column: str, values: set[str]) -> set[str]:
+    """The values that other rows of the same table hold in the same column: a marker every
+    demo transition carries (`event_ref = demo_history`) or an id two customers share is not
+    the subject's identifier, and hashing it would rewrite other people's rows."""
+    own = subject.linked.get(model, set())
+    rows = model._base_manager.all()
+    if records.is_tenant_model(model):
+        rows = rows.filter(tenant=subject.tenant)
+    return {
+        value for chunk in records.chunked(values)
+        for pk, value in rows.filter(**{f"{column}__in": chunk}).values_list("pk", column)
+        if pk not in own
+    }
 
 
 def _email_name_parts(email: str) -> list[str]:
