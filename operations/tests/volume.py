@@ -5,10 +5,12 @@ with bulk inserts, so the GDPR tests and `bench/gdpr.py` can build real volumes 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import islice
 from typing import Any
 
 from django.utils import timezone
@@ -18,7 +20,6 @@ from decisions.models import DecisionRecord
 from dunning.models import Draft
 from integrations.models import WebhookEvent
 from ledger.models import Customer, Invoice, InvoiceTransition
-from operations import records
 from operations.tests.factories import Person
 from paypilot.models import AuditEvent, Tenant
 from paypilot.services import pii_hash
@@ -112,7 +113,8 @@ def long_history(tenant: Tenant, who: Person, *, invoices: int) -> History:
         for i in rows
     ])
     export = ImportFile.objects.create(tenant=tenant, kind="orders", file_format="csv", filename=f"orders-{tag}.csv",
-                                       sha256="0" * 64, size_bytes=1, rows=invoices, actor="test")
+                                       sha256=hashlib.sha256(tag.encode()).hexdigest(), size_bytes=1, rows=invoices,
+                                       actor="test")
     _bulk(OrderRow, [
         OrderRow(tenant=tenant, file=export, line=n + 2, order_id=f"ord_{tag}_{n:06d}", ordered_at=now,
                  ordered_day=0, amount_minor=i.amount_minor, currency="EUR", payment_reference=i.external_invoice_id,
@@ -137,5 +139,5 @@ def other_customers(tenant: Tenant, *, invoices: int, per_customer: int = 50) ->
     sizes = [per_customer] * (count - 1) + [invoices - per_customer * (count - 1)]
     rows = (row for n, (customer, size) in enumerate(zip(customers, sizes, strict=True))
             for row in _invoice_rows(tenant, customer, f"other_{n:06d}", size, state="recovered"))
-    for chunk in records.chunked(rows, BATCH):
+    while chunk := list(islice(rows, BATCH)):
         Invoice.objects.bulk_create(chunk)
