@@ -47,7 +47,8 @@ from django.db import connection, models
 
 from ledger.models import Customer, Invoice
 from operations import records
-from operations.matching import IdentifierMatcher, TermMatcher, as_text
+from operations.gdpr_scan import find_mentions
+from operations.matching import IdentifierMatcher, TermMatcher
 from paypilot.db import append_only_override
 from paypilot.models import Tenant
 from paypilot.services import audit_record, pii_hash
@@ -73,7 +74,6 @@ _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 # A string in a raw payload that is an id, code, amount or URL rather than words.
 _CODE_LIKE = re.compile(r"^[A-Za-z0-9_.:/+\-]{0,200}$")
 MIN_TEXT_TERM = 8  # free text shorter than this is not searched for elsewhere (too common)
-SCAN_BATCH = 5000  # rows per query when reading a table for mentions
 
 
 class SubjectNotFound(LookupError):
@@ -221,36 +221,6 @@ def _values_in(model: type[models.Model], keys: set[Any], names: list[str]) -> I
         yield from model._base_manager.filter(pk__in=chunk).order_by("pk").values("pk", *names)
 
 
-def _mentions_in(value: Any, subject: Subject) -> bool:
-    text = as_text(value)
-    if not text:
-        return False
-    return subject.term_matcher.search(text) or subject.identifier_matcher.search(text)
-
-
-def _find_mentions(subject: Subject) -> records.Rows:
-    """The tenant's other rows naming the subject: every table read once, in key order, a batch
-    of `SCAN_BATCH` rows per query, each value matched against all terms and identifiers in one
-    pass (no query grows with the number of identifiers). Columns with choices hold codes."""
-    found: records.Rows = {}
-    for model in records.tenant_models():
-        if model in records.NOT_SUBJECT_DATA:
-            continue
-        names = [f.attname for f in records.text_fields(model) if not f.choices]
-        if not names:
-            continue
-        own = subject.linked.get(model, set())
-        rows = model._base_manager.filter(tenant=subject.tenant).order_by("pk")
-        last = None
-        while batch := list((rows if last is None else rows.filter(pk__gt=last))
-                            .values_list("pk", *names)[:SCAN_BATCH]):
-            last = batch[-1][0]
-            for pk, *values in batch:
-                if pk not in own and any(_mentions_in(v, subject) for v in values):
-                    found.setdefault(model, set()).add(pk)
-    return found
-
-
 def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str | None = None) -> Subject:
     """Everything about one data subject of `tenant`. Raises SubjectNotFound."""
     if bool(customer_id) == bool(email):
@@ -278,7 +248,7 @@ def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str |
     subject.terms = sorted(set(subject.terms) | emails, key=len, reverse=True)
     parts = set(subject.name_parts) | {p for e in emails for p in _email_name_parts(e)}
     subject.name_parts = sorted(parts - set(subject.terms), key=len, reverse=True)
-    subject.mentions = _find_mentions(subject)
+    subject.mentions = find_mentions(subject)
     return subject
 
 

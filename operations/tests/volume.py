@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from itertools import islice
 from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from approvals.models import ApprovalRequest, EmailSend
@@ -39,12 +38,8 @@ def _bulk(model: type, rows: list[Any]) -> list[Any]:
 
 
 def invoices_bulk(tenant: Tenant, customer: Customer, prefix: str, count: int, *, state: str) -> list[Invoice]:
-    return _bulk(Invoice, list(_invoice_rows(tenant, customer, prefix, count, state=state)))
-
-
-def _invoice_rows(tenant: Tenant, customer: Customer, prefix: str, count: int, *, state: str) -> Iterator[Invoice]:
     now = timezone.now()
-    return (
+    return _bulk(Invoice, [
         Invoice(
             tenant=tenant, customer=customer, provider="stripe", external_invoice_id=f"in_{prefix}_{n:06d}",
             amount_minor=1000 + n % 5000, currency="EUR", state=state, arm="treatment",
@@ -53,7 +48,7 @@ def _invoice_rows(tenant: Tenant, customer: Customer, prefix: str, count: int, *
             failed_at=now - timedelta(days=n % 700),
         )
         for n in range(count)
-    )
+    ])
 
 
 def long_history(tenant: Tenant, who: Person, *, invoices: int) -> History:
@@ -129,15 +124,34 @@ def long_history(tenant: Tenant, who: Person, *, invoices: int) -> History:
 
 
 def other_customers(tenant: Tenant, *, invoices: int, per_customer: int = 50) -> None:
-    """Bystanders: `invoices` invoices spread over customers of `per_customer` invoices each."""
-    count = max(1, invoices // per_customer)
-    customers = _bulk(Customer, [
-        Customer(tenant=tenant, external_id=f"cus_other_{n:06d}", name=f"Other Person {n}",
-                 email=f"other{n}@example.net", plan="Basic", currency="EUR")
-        for n in range(count)
-    ])
-    sizes = [per_customer] * (count - 1) + [invoices - per_customer * (count - 1)]
-    rows = (row for n, (customer, size) in enumerate(zip(customers, sizes, strict=True))
-            for row in _invoice_rows(tenant, customer, f"other_{n:06d}", size, state="recovered"))
-    while chunk := list(islice(rows, BATCH)):
-        Invoice.objects.bulk_create(chunk)
+    """Bystanders: `invoices` recovered invoices, `per_customer` to a customer, written by one
+    INSERT ... SELECT over a number series per table (a million rows in seconds, not minutes)."""
+    customers = max(1, invoices // per_customer)
+    now = timezone.now()
+    postgres = connection.vendor == "postgresql"
+    series = "generate_series(0, %s - 1) AS s(n)" if postgres else "seq"
+    recursive = "" if postgres else (
+        "WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < %s - 1) ")
+    padded = "lpad(n::text, 7, '0')" if postgres else "printf('%%07d', n)"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO ledger_customer (tenant_id, external_id, name, email, plan, currency, locale, "
+            f"payment_history, created_at, updated_at) {recursive}"
+            f"SELECT %s, 'cus_other_' || {padded}, 'Other Person ' || {padded}, 'other' || {padded} || '@example.net', "
+            f"'Basic', 'EUR', 'en', '[]', %s, %s FROM {series}",
+            [tenant.pk, now, now, customers] if postgres else [customers, tenant.pk, now, now],
+        )
+        cursor.execute("SELECT min(id) FROM ledger_customer WHERE tenant_id = %s AND external_id LIKE 'cus_other_%%'",
+                       [tenant.pk])
+        first = cursor.fetchone()[0]
+        cursor.execute(
+            f"INSERT INTO ledger_invoice (tenant_id, provider, external_invoice_id, customer_id, amount_minor, "
+            f"currency, state, arm, failure_code, attempt_count, subscription_id, provider_customer_id, "
+            f"hosted_invoice_url, failed_at, failed_recorded_at, updated_at, recovered_minor, refunded_minor) "
+            f"{recursive}SELECT %s, 'stripe', 'in_other_' || {padded}, %s + (n / {per_customer}) %% %s, "
+            f"1000 + n %% 5000, 'EUR', 'recovered', 'treatment', 'card_declined', 1, "
+            f"'sub_other_' || {padded}, 'pcus_other_' || {padded}, "
+            f"'https://invoice.stripe.com/i/acct_1/other' || {padded}, %s, %s, %s, 0, 0 FROM {series}",
+            ([tenant.pk, first, customers, now, now, now, invoices] if postgres
+             else [invoices, tenant.pk, first, customers, now, now, now]),
+        )
