@@ -167,6 +167,9 @@ def retention_purge(
         body_cutoff=now - timedelta(days=settings.PAYPILOT_WEBHOOK_BODY_DAYS),
         dry_run=dry_run,
     )
+    if progress is not None:
+        progress.write(f"retention: invoices closed before {result.invoice_cutoff:%Y-%m-%d}, "
+                       f"raw bodies received before {result.body_cutoff:%Y-%m-%d}\n")
     for label, rows, work in _steps(result):
         total, done, last = rows.count(), 0, None
         while pks := list((rows if last is None else rows.filter(pk__gt=last)).values_list("pk", flat=True)[

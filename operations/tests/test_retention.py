@@ -121,6 +121,7 @@ def test_a_progress_line_per_batch(make_demo):
     make_demo("bar", close=True, age=timedelta(days=400))
     make_demo("bar2", close=True, age=timedelta(days=400))
     lines = run("--batch-size", "1").splitlines()
+    assert lines[0].startswith("retention: invoices closed before ")
     batches = [line for line in lines if line.startswith("retention batch")]
     # two old invoices one per batch, then two old bodies one per batch
     assert batches[0].startswith("retention batch 1: invoices 1/2 (")

@@ -24,14 +24,16 @@ class Interrupted(Exception):
 
 
 class StopAfter:
-    """A progress stream that dies (as a closed pipe or a Ctrl-C would) on line `lines`: the
-    line is written once its batch has committed, so `lines` batches are done."""
+    """A progress stream that dies (as a closed pipe or a Ctrl-C would) on batch line `lines`:
+    the line is written once its batch has committed, so `lines` batches are done."""
 
     def __init__(self, lines: int) -> None:
         self.lines: list[str] = []
         self.stop = lines
 
     def write(self, text: str) -> None:
+        if not text.startswith("retention batch"):  # the header line with the cut-offs
+            return
         self.lines.append(text)
         if len(self.lines) == self.stop:
             raise Interrupted(text)

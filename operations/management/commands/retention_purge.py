@@ -31,10 +31,6 @@ class Command(BaseCommand):
         result = retention_purge(dry_run=options["dry_run"], progress=self.stdout, actor="command:retention_purge",
                                  batch_size=options["batch_size"])
         verb = "would purge" if result.dry_run else "purged"
-        self.stdout.write(
-            f"retention: invoices closed before {result.invoice_cutoff:%Y-%m-%d}, "
-            f"raw bodies received before {result.body_cutoff:%Y-%m-%d}"
-        )
         if not result.counts:
             self.stdout.write(f"{verb}: nothing")
         for label, count in result.counts.items():
