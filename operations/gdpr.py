@@ -40,7 +40,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, TextIO
 
 from django.db import connection, models
@@ -151,6 +151,7 @@ def _free_text(value: Any) -> list[str]:
     return []
 
 
+@cache  # asked for every column of every row of a long history
 def _column_role(f: models.Field) -> str:
     """keep | hash | erase for one text column of the subject's own rows."""
     if f.name in records.HASHED_EMAIL_COLUMNS:

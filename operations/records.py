@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
+from functools import cache
 from itertools import islice
 from typing import Any
 
@@ -42,11 +43,6 @@ def chunked(items: Iterable[Any], size: int = KEY_CHUNK) -> Iterator[list[Any]]:
     while chunk := list(islice(iterator, size)):
         yield chunk
 
-
-def rows_in(model: type[models.Model], keys: Iterable[Any], *, field: str = "pk", **filters: Any) -> Iterator[Any]:
-    """`model._base_manager` rows whose `field` is one of `keys`, one chunked query at a time."""
-    for chunk in chunked(sorted(keys) if field == "pk" else keys):
-        yield from model._base_manager.filter(**filters, **{f"{field}__in": chunk}).order_by("pk")
 
 
 def is_tenant_model(model: type[models.Model]) -> bool:
@@ -162,6 +158,7 @@ def delete_order(models_: Iterable[type[models.Model]]) -> list[type[models.Mode
     return ordered
 
 
+@cache  # asked once per row of a long history
 def text_fields(model: type[models.Model]) -> list[models.Field]:
     """Columns that can hold words: char/text/email/url, JSON and raw bytes."""
     kinds = (models.CharField, models.TextField, models.JSONField, models.BinaryField)
@@ -193,7 +190,14 @@ def dump(rows: Rows) -> dict[str, list[dict[str, Any]]]:
 def dump_iter(rows: Rows) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
     """(model label, its rows as dicts) by label, each read a chunk of keys at a time."""
     for model in sorted(rows, key=lambda m: m._meta.label):
-        yield model._meta.label, (row_dict(i) for i in rows_in(model, rows[model]))
+        yield model._meta.label, _values_in(model, rows[model])
+
+
+def _values_in(model: type[models.Model], keys: set[Any]) -> Iterator[dict[str, Any]]:
+    """Every column by attribute name (as `row_dict`; `dumps_row` converts bytes and dates),
+    a chunk of keys per query, without building model instances."""
+    for chunk in chunked(sorted(keys)):
+        yield from model._base_manager.filter(pk__in=chunk).order_by("pk").values()
 
 
 def json_default(value: Any) -> Any:
