@@ -179,14 +179,6 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def row_dict(instance: models.Model) -> dict[str, Any]:
-    return {f.attname: jsonable(getattr(instance, f.attname)) for f in instance._meta.concrete_fields}
-
-
-def dump(rows: Rows) -> dict[str, list[dict[str, Any]]]:
-    return {label: list(items) for label, items in dump_iter(rows)}
-
-
 def dump_iter(rows: Rows) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
     """(model label, its rows as dicts) by label, each read a chunk of keys at a time."""
     for model in sorted(rows, key=lambda m: m._meta.label):
@@ -194,7 +186,7 @@ def dump_iter(rows: Rows) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
 
 
 def _values_in(model: type[models.Model], keys: set[Any]) -> Iterator[dict[str, Any]]:
-    """Every column by attribute name (as `row_dict`; `dumps_row` converts bytes and dates),
+    """Every column by attribute name (`dumps_row` converts bytes and dates),
     a chunk of keys per query, without building model instances."""
     for chunk in chunked(sorted(keys)):
         yield from model._base_manager.filter(pk__in=chunk).order_by("pk").values()
@@ -210,6 +202,3 @@ def json_default(value: Any) -> Any:
 def dumps_row(row: Any) -> str:
     return json.dumps(row, sort_keys=True, default=json_default, ensure_ascii=False)
 
-
-def dumps(document: Any) -> str:
-    return json.dumps(document, indent=2, sort_keys=True, default=json_default, ensure_ascii=False)
