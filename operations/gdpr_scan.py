@@ -37,13 +37,17 @@ def _unescaped(text: str) -> str:
 
 
 def _select(model: type[models.Model], fields: list[models.Field], after: bool) -> str:
+    """Raw bytes columns one by one (decoded in Python); text and JSON ones joined by the
+    database into one string per row, a newline between columns."""
     quote = connection.ops.quote_name
     postgres = connection.vendor == "postgresql"
     pk = quote(model._meta.pk.column)
-    columns = [
-        f"{quote(f.column)}::text" if postgres and isinstance(f, models.JSONField) else quote(f.column)
-        for f in fields
+    binary = [quote(f.column) for f in fields if isinstance(f, models.BinaryField)]
+    text = [
+        f"COALESCE({quote(f.column)}{'::text' if postgres else ''}, '')"
+        for f in fields if not isinstance(f, models.BinaryField)
     ]
+    columns = [(" || chr(10) || " if postgres else " || char(10) || ").join(text) or "''", *binary]
     # `+tenant_id`: SQLite would otherwise walk the tenant index and sort the whole tenant for
     # every batch; the primary key's order makes each batch a range read.
     tenant = quote(model._meta.get_field("tenant").column)
@@ -57,7 +61,7 @@ def _row_text(values: tuple[Any, ...]) -> str:
         bytes(v).decode("utf-8", "replace") if isinstance(v, (bytes, memoryview)) else v
         for v in values if v
     ]
-    return _unescaped("\n".join(parts))
+    return "\n".join(parts)
 
 
 def _batches(model: type[models.Model], fields: list[models.Field], tenant_id: Any) -> Any:
@@ -71,14 +75,14 @@ def _batches(model: type[models.Model], fields: list[models.Field], tenant_id: A
             if not rows:
                 return
             last = rows[-1][0]
-            if binary:
-                yield [(row[0], _row_text(row[1:])) for row in rows]
-            else:
-                yield [(row[0], _unescaped("\n".join(filter(None, row[1:])))) for row in rows]
+            yield [(row[0], _row_text(row[1:])) for row in rows] if binary else rows
 
 
 def _hits(subject: Subject, batch: list[tuple[Any, str]]) -> list[Any]:
-    joined = "\x00".join(text for _, text in batch)
+    joined = "\x00".join([text for _, text in batch])
+    if "\\u" in joined:
+        batch = [(pk, _unescaped(text)) for pk, text in batch]
+        joined = "\x00".join([text for _, text in batch])
     terms = subject.term_matcher.search(joined)
     keys = subject.identifier_matcher.keys_in(joined)
     if not terms and keys is not None and not keys:
