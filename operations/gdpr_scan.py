@@ -2,7 +2,7 @@
 
 No query grows with the number of the subject's identifiers (the old search built one OR term
 per text column per identifier, which SQLite refused past 1,000 terms and PostgreSQL planned as
-a scan per term). Each table is read in primary-key order, `SCAN_BATCH` rows per query, and a
+a scan per term). Each table is read by one query, `SCAN_BATCH` rows at a time, and a
 batch is first checked as a whole with C-level operations: one lower-cased substring search per
 term (a name, an e-mail: a handful), and one split of the batch's bytes into runs of letters
 and digits intersected with the identifiers' key runs (see `operations.matching`). Only a
@@ -36,7 +36,7 @@ def _unescaped(text: str) -> str:
     return text + "\n" + _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
 
 
-def _select(model: type[models.Model], fields: list[models.Field], after: bool) -> str:
+def _select(model: type[models.Model], fields: list[models.Field]) -> str:
     """Raw bytes columns one by one (decoded in Python); text and JSON ones joined by the
     database into one string per row, a newline between columns."""
     quote = connection.ops.quote_name
@@ -48,12 +48,8 @@ def _select(model: type[models.Model], fields: list[models.Field], after: bool) 
         for f in fields if not isinstance(f, models.BinaryField)
     ]
     columns = [(" || chr(10) || " if postgres else " || char(10) || ").join(text) or "''", *binary]
-    # `+tenant_id`: SQLite would otherwise walk the tenant index and sort the whole tenant for
-    # every batch; the primary key's order makes each batch a range read.
     tenant = quote(model._meta.get_field("tenant").column)
-    where = f"{'' if postgres else '+'}{tenant} = %s" + (f" AND {pk} > %s" if after else "")
-    return f"SELECT {pk}, {', '.join(columns)} FROM {quote(model._meta.db_table)} WHERE {where} " \
-           f"ORDER BY {pk} LIMIT {SCAN_BATCH}"
+    return f"SELECT {pk}, {', '.join(columns)} FROM {quote(model._meta.db_table)} WHERE {tenant} = %s"
 
 
 def _row_text(values: tuple[Any, ...]) -> str:
@@ -65,16 +61,14 @@ def _row_text(values: tuple[Any, ...]) -> str:
 
 
 def _batches(model: type[models.Model], fields: list[models.Field], tenant_id: Any) -> Any:
-    """Lists of (pk, the row's scanned text) in key order, `SCAN_BATCH` at a time."""
+    """Lists of (pk, the row's scanned text), `SCAN_BATCH` at a time, from one query read as it
+    goes: a server-side cursor on PostgreSQL (`chunked_cursor`), SQLite's own stepping. (Key
+    ranges, one query a batch, were tried: both planners then walked the tenant index and
+    sorted the whole tenant for every batch, 380 s for a million invoices on PostgreSQL.)"""
     binary = any(isinstance(f, models.BinaryField) for f in fields)
-    last = None
-    with connection.cursor() as cursor:
-        while True:
-            cursor.execute(_select(model, fields, last is not None), [tenant_id, *([last] if last is not None else [])])
-            rows = cursor.fetchall()
-            if not rows:
-                return
-            last = rows[-1][0]
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(_select(model, fields), [tenant_id])
+        while rows := cursor.fetchmany(SCAN_BATCH):
             yield [(row[0], _row_text(row[1:])) for row in rows] if binary else rows
 
 
