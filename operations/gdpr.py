@@ -38,15 +38,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from functools import cache, cached_property
+from typing import Any, TextIO
 
-from django.db import models
-from django.db.models import Q
+from django.db import connection, models
 
 from ledger.models import Customer, Invoice
 from operations import records
+from operations.gdpr_scan import find_mentions
+from operations.matching import IdentifierMatcher, TermMatcher
 from paypilot.db import append_only_override
 from paypilot.models import Tenant
 from paypilot.services import audit_record, pii_hash
@@ -96,19 +98,18 @@ class Subject:
     name_parts: list[str] = field(default_factory=list)
     identifiers: set[str] = field(default_factory=set)  # matched as whole tokens
 
-    @cached_property  # read once _collect_terms has filled `identifiers`
-    def identifier_pattern(self) -> re.Pattern[str] | None:
-        """Any identifier as a whole token: not inside a longer run of letters and digits
-        (`in_12` must not match inside `in_123`), longest first."""
-        if not self.identifiers:
-            return None
-        alternatives = "|".join(re.escape(i) for i in sorted(self.identifiers, key=len, reverse=True))
-        # Not inside a decimal number either: a numeric order id must not eat an amount.
-        return re.compile(rf"(?<![A-Za-z0-9])(?<![0-9][.,])(?:{alternatives})(?![A-Za-z0-9])(?![.,][0-9])")
+    @cached_property  # read once subject_find has filled `identifiers`
+    def identifier_matcher(self) -> IdentifierMatcher:
+        """Any identifier as a whole token, found in one pass over a text however many
+        identifiers a long history gives (see `operations.matching`)."""
+        return IdentifierMatcher(self.identifiers)
+
+    @cached_property  # read once subject_find has filled `terms`
+    def term_matcher(self) -> TermMatcher:
+        return TermMatcher(self.terms)
 
     def hash_identifiers(self, text: str) -> str:
-        pattern = self.identifier_pattern
-        return text if pattern is None else pattern.sub(lambda m: pii_hash(m.group(0)), text)
+        return self.identifier_matcher.sub(text, pii_hash)
 
     @property
     def hash(self) -> str:
@@ -130,10 +131,11 @@ def _forward_neighbours(rows: records.Rows) -> records.Rows:
                 or not records.is_tenant_model(target)
             ):
                 continue
-            pks = set(
-                model._base_manager.filter(pk__in=keys, **{f"{f.name}__isnull": False})
+            pks = {
+                pk for chunk in records.chunked(keys)
+                for pk in model._base_manager.filter(pk__in=chunk, **{f"{f.name}__isnull": False})
                 .values_list(f.attname, flat=True)
-            )
+            }
             if pks:
                 found.setdefault(target, set()).update(pks)
     return found
@@ -149,6 +151,7 @@ def _free_text(value: Any) -> list[str]:
     return []
 
 
+@cache  # asked for every column of every row of a long history
 def _column_role(f: models.Field) -> str:
     """keep | hash | erase for one text column of the subject's own rows."""
     if f.name in records.HASHED_EMAIL_COLUMNS:
@@ -169,20 +172,38 @@ def _collect_terms(subject: Subject) -> None:
                 terms.add(value)
     for model, keys in subject.linked.items():
         fields = records.text_fields(model)
-        for row in model._base_manager.filter(pk__in=keys).values(*[f.attname for f in fields]):
+        origins: dict[str, set[str]] = {}
+        for row in _values_in(model, keys, [f.attname for f in fields]):
             for f in fields:
                 value = row[f.attname]
                 role = _column_role(f)
                 if role == "hash" and isinstance(value, str) and len(value) >= 4:
-                    identifiers.add(value)
+                    origins.setdefault(f.attname, set()).add(value)
                 elif role == "erase" and model is Customer:
                     # Only the person's own free text (plan, history notes) is searched for:
                     # draft and approval copy is mostly shared template text.
                     terms.update(_free_text(value))
+        for column, values in origins.items():
+            identifiers |= values - _shared(subject, model, column, values)
     subject.terms = sorted(terms, key=len, reverse=True)
     parts = {p for c in subject.customers for p in c.name.split() if len(p) >= 2}
     subject.name_parts = sorted(parts - terms, key=len, reverse=True)
     subject.identifiers = identifiers
+
+
+def _shared(subject: Subject, model: type[models.Model], column: str, values: set[str]) -> set[str]:
+    """The values that other rows of the same table hold in the same column: a marker every
+    demo transition carries (`event_ref = demo_history`) or an id two customers share is not
+    the subject's identifier, and hashing it would rewrite other people's rows."""
+    own = subject.linked.get(model, set())
+    rows = model._base_manager.all()
+    if records.is_tenant_model(model):
+        rows = rows.filter(tenant=subject.tenant)
+    return {
+        value for chunk in records.chunked(values)
+        for pk, value in rows.filter(**{f"{column}__in": chunk}).values_list("pk", column)
+        if pk not in own
+    }
 
 
 def _email_name_parts(email: str) -> list[str]:
@@ -195,44 +216,10 @@ def _email_name_parts(email: str) -> list[str]:
     return words
 
 
-def _mentions_in(value: Any, subject: Subject) -> bool:
-    if value is None:
-        return False
-    if isinstance(value, (bytes, memoryview)):
-        value = bytes(value).decode("utf-8", "replace")
-    elif not isinstance(value, str):
-        value = json.dumps(value, ensure_ascii=False)
-    lowered = value.lower()
-    if any(term.lower() in lowered for term in subject.terms):
-        return True
-    pattern = subject.identifier_pattern
-    return pattern is not None and pattern.search(value) is not None
-
-
-def _find_mentions(subject: Subject) -> records.Rows:
-    found: records.Rows = {}
-    for model in records.tenant_models():
-        if model in records.NOT_SUBJECT_DATA:
-            continue
-        fields = records.text_fields(model)
-        if not fields:
-            continue
-        own = subject.linked.get(model, set())
-        qs = model._base_manager.filter(tenant=subject.tenant).exclude(pk__in=own)
-        plain = [f for f in fields if isinstance(f, (models.CharField, models.TextField))]
-        other = [f for f in fields if f not in plain]
-        if plain and not other:
-            match = Q()
-            for f in plain:
-                for term in subject.terms:
-                    match |= Q(**{f"{f.name}__icontains": term})
-                for ident in subject.identifiers:  # narrowed in Python to whole tokens
-                    match |= Q(**{f"{f.name}__contains": ident})
-            qs = qs.filter(match)
-        for row in qs.values("pk", *[f.attname for f in fields]).iterator(chunk_size=2000):
-            if any(_mentions_in(row[f.attname], subject) for f in fields):
-                found.setdefault(model, set()).add(row["pk"])
-    return found
+def _values_in(model: type[models.Model], keys: set[Any], names: list[str]) -> Iterator[dict[str, Any]]:
+    """`values("pk", *names)` of the rows `keys`, a chunk of keys per query."""
+    for chunk in records.chunked(sorted(keys)):
+        yield from model._base_manager.filter(pk__in=chunk).order_by("pk").values("pk", *names)
 
 
 def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str | None = None) -> Subject:
@@ -250,9 +237,10 @@ def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str |
         raise SubjectNotFound("no customer or order of this tenant matches")
     subject = Subject(tenant=tenant, selector=selector, customers=customers)
     linked = records.closure(Customer, [c.pk for c in customers]) if customers else {}
-    invoice_ids = set(
-        Invoice.objects.filter(pk__in=linked.get(Invoice, set())).values_list("external_invoice_id", flat=True)
-    )
+    invoice_ids = {
+        ref for chunk in records.chunked(linked.get(Invoice, set()))
+        for ref in Invoice.objects.filter(pk__in=chunk).values_list("external_invoice_id", flat=True)
+    }
     linked = records.merge(linked, records.by_invoice_ref(tenant, invoice_ids))
     # Rows found by hashed e-mail bring no neighbours: the imported file an order row points
     # at holds everybody's orders and is not about the subject.
@@ -261,24 +249,35 @@ def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str |
     subject.terms = sorted(set(subject.terms) | emails, key=len, reverse=True)
     parts = set(subject.name_parts) | {p for e in emails for p in _email_name_parts(e)}
     subject.name_parts = sorted(parts - set(subject.terms), key=len, reverse=True)
-    subject.mentions = _find_mentions(subject)
+    subject.mentions = find_mentions(subject)
     return subject
 
 
 # --- export ---------------------------------------------------------------------------------
 
-def subject_export(*, subject: Subject, actor: str = "system") -> dict[str, Any]:
-    """The subject's records as one JSON-ready document; the access is audited."""
+def subject_export(*, subject: Subject, stream: TextIO, actor: str = "system") -> int:
+    """Write the subject's records to `stream` as one JSON document, a row per line, read a
+    chunk of keys at a time (never the whole document in memory); the access is audited
+    first. Returns the number of rows written."""
     with tenant_context(subject.tenant):
         audit_record(
             event="operations.gdpr.exported", tenant=subject.tenant, actor=actor,
             detail={"subject_hash": subject.hash, "counts": subject.counts()},
         )
-        return {
-            "subject": {"tenant": subject.tenant.slug, "subject_hash": subject.hash},
-            "records": records.dump(subject.linked),
-            "mentions": records.dump(subject.mentions),
-        }
+        written = 0
+        stream.write("{\n")
+        for section, rows in (("mentions", subject.mentions), ("records", subject.linked)):
+            stream.write(f'  "{section}": {{')
+            for m, (label, items) in enumerate(records.dump_iter(rows)):
+                stream.write(f'{"," if m else ""}\n    {json.dumps(label)}: [')
+                for n, item in enumerate(items):
+                    stream.write(f'{"," if n else ""}\n      {records.dumps_row(item)}')
+                    written += 1
+                stream.write("\n    ]")
+            stream.write("\n  },\n")
+        subject_doc = {"subject_hash": subject.hash, "tenant": subject.tenant.slug}
+        stream.write(f'  "subject": {records.dumps_row(subject_doc)}\n}}\n')
+        return written
 
 
 # --- erasure --------------------------------------------------------------------------------
@@ -387,35 +386,63 @@ class ErasureReport:
     dry_run: bool
 
 
+def _planned(subject: Subject) -> Iterator[tuple[type[models.Model], list[tuple[Any, dict[str, Any]]]]]:
+    """(model, [(pk, changes)]) a chunk of rows at a time: the subject's own rows, then the
+    rows mentioning them. Each row's changes depend on that row and the subject alone."""
+    for rows, changes_of in (
+        (subject.linked, lambda model, row: _own_row_changes(model, row)),
+        (subject.mentions, lambda model, row: _mention_changes(model, row, subject)),
+    ):
+        for model in sorted(rows, key=lambda m: m._meta.label):
+            names = [f.attname for f in records.text_fields(model)]
+            for chunk in records.chunked(sorted(rows[model])):
+                batch = []
+                for row in model._base_manager.filter(pk__in=chunk).values("pk", *names):
+                    changes = changes_of(model, row)
+                    if changes:
+                        batch.append((row["pk"], changes))
+                yield model, batch
+
+
+def _apply(model: type[models.Model], batch: list[tuple[Any, dict[str, Any]]]) -> None:
+    """One executemany per set of changed columns (not one ORM update per row)."""
+    by_columns: dict[tuple[str, ...], list[tuple[Any, dict[str, Any]]]] = {}
+    for pk, changes in batch:
+        by_columns.setdefault(tuple(sorted(changes)), []).append((pk, changes))
+    quote = connection.ops.quote_name
+    table, pk_column = model._meta.db_table, model._meta.pk.column
+    for columns, rows in by_columns.items():
+        fields = [model._meta.get_field(name) for name in columns]
+        assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+        sql = f"UPDATE {quote(table)} SET {assignments} WHERE {quote(pk_column)} = %s"
+        params = [
+            [*(f.get_db_prep_save(changes[f.attname], connection) for f in fields), pk] for pk, changes in rows
+        ]
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, params)
+
+
 def subject_erase(*, subject: Subject, dry_run: bool = False, actor: str = "system") -> ErasureReport:
     """Remove the subject's name, e-mail and free text everywhere; keep amounts and states.
 
-    Writes the audit event first, then changes rows, all in one transaction. A dry run
-    computes the same report and changes nothing (no audit event either)."""
-    plan: list[tuple[type[models.Model], Any, dict[str, Any]]] = []
-    for model, keys in subject.linked.items():
-        names = [f.attname for f in records.text_fields(model)]
-        for row in model._base_manager.filter(pk__in=keys).values("pk", *names):
-            changes = _own_row_changes(model, row)
-            if changes:
-                plan.append((model, row["pk"], changes))
-    for model, keys in subject.mentions.items():
-        names = [f.attname for f in records.text_fields(model)]
-        for row in model._base_manager.filter(pk__in=keys).values("pk", *names):
-            changes = _mention_changes(model, row, subject)
-            if changes:
-                plan.append((model, row["pk"], changes))
+    Writes the audit event first, then changes rows a chunk at a time, all in one
+    transaction (an erasure is all or nothing). A dry run computes the same report and
+    changes nothing (no audit event either)."""
     changed: dict[str, int] = {}
-    for model, _, _ in plan:
-        changed[model._meta.label] = changed.get(model._meta.label, 0) + 1
-    report = ErasureReport(subject_hash=subject.hash, changed=dict(sorted(changed.items())), dry_run=dry_run)
     if dry_run:
-        return report
+        for model, batch in _planned(subject):
+            if batch:
+                changed[model._meta.label] = changed.get(model._meta.label, 0) + len(batch)
+        return ErasureReport(subject_hash=subject.hash, changed=dict(sorted(changed.items())), dry_run=True)
     with tenant_context(subject.tenant), append_only_override("gdpr_erase"):
+        # The audit event comes first and counts the rows found about the subject (the
+        # command prints the rows actually changed): an append-only row is never revised.
         audit_record(
             event="operations.gdpr.erased", tenant=subject.tenant, actor=actor,
-            detail={"subject_hash": subject.hash, "counts": report.changed, "operation": "gdpr_erase"},
+            detail={"subject_hash": subject.hash, "counts": subject.counts(), "operation": "gdpr_erase"},
         )
-        for model, pk, changes in plan:
-            model._base_manager.filter(pk=pk).update(**changes)
-    return report
+        for model, batch in _planned(subject):
+            if batch:
+                _apply(model, batch)
+                changed[model._meta.label] = changed.get(model._meta.label, 0) + len(batch)
+    return ErasureReport(subject_hash=subject.hash, changed=dict(sorted(changed.items())), dry_run=False)

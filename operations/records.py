@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
+from functools import cache
+from itertools import islice
 from typing import Any
 
 from django.apps import apps
@@ -31,6 +33,16 @@ HASHED_EMAIL_COLUMNS = ("customer_email_hash",)
 NOT_SUBJECT_DATA: tuple[type[models.Model], ...] = (AuditEvent, Tenant)
 
 Rows = dict[type[models.Model], set[Any]]
+# Keys per `IN (...)` query: well under SQLite's 32,766 parameters and PostgreSQL's 65,535,
+# and small enough that a customer with 10,000 invoices is read a slice at a time.
+KEY_CHUNK = 2000
+
+
+def chunked(items: Iterable[Any], size: int = KEY_CHUNK) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
 
 
 def is_tenant_model(model: type[models.Model]) -> bool:
@@ -72,9 +84,10 @@ def closure(model: type[models.Model], pks: Iterable[Any]) -> Rows:
             continue
         rows.setdefault(current, set()).update(new)
         for child, field_name in _reverse_relations(current):
-            child_keys = set(
-                child._base_manager.filter(**{f"{field_name}__in": new}).values_list("pk", flat=True)
-            )
+            child_keys = {
+                pk for chunk in chunked(new)
+                for pk in child._base_manager.filter(**{f"{field_name}__in": chunk}).values_list("pk", flat=True)
+            }
             if child_keys:
                 queue.append((child, child_keys))
     return rows
@@ -88,10 +101,11 @@ def by_invoice_ref(tenant: Tenant | int, external_ids: set[str]) -> Rows:
     for model in tenant_models():
         for column in INVOICE_REF_COLUMNS:
             if any(f.name == column for f in model._meta.concrete_fields):
-                keys = set(
-                    model._base_manager.filter(tenant=tenant, **{f"{column}__in": external_ids})
+                keys = {
+                    pk for chunk in chunked(external_ids)
+                    for pk in model._base_manager.filter(tenant=tenant, **{f"{column}__in": chunk})
                     .values_list("pk", flat=True)
-                )
+                }
                 if keys:
                     rows.setdefault(model, set()).update(keys)
     return rows
@@ -105,10 +119,11 @@ def by_email_hash(tenant: Tenant | int, email_hashes: set[str]) -> Rows:
     for model in tenant_models():
         for column in HASHED_EMAIL_COLUMNS:
             if any(f.name == column for f in model._meta.concrete_fields):
-                keys = set(
-                    model._base_manager.filter(tenant=tenant, **{f"{column}__in": email_hashes})
+                keys = {
+                    pk for chunk in chunked(email_hashes)
+                    for pk in model._base_manager.filter(tenant=tenant, **{f"{column}__in": chunk})
                     .values_list("pk", flat=True)
-                )
+                }
                 if keys:
                     rows.setdefault(model, set()).update(keys)
     return rows
@@ -143,6 +158,7 @@ def delete_order(models_: Iterable[type[models.Model]]) -> list[type[models.Mode
     return ordered
 
 
+@cache  # asked once per row of a long history
 def text_fields(model: type[models.Model]) -> list[models.Field]:
     """Columns that can hold words: char/text/email/url, JSON and raw bytes."""
     kinds = (models.CharField, models.TextField, models.JSONField, models.BinaryField)
@@ -163,16 +179,17 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def row_dict(instance: models.Model) -> dict[str, Any]:
-    return {f.attname: jsonable(getattr(instance, f.attname)) for f in instance._meta.concrete_fields}
-
-
-def dump(rows: Rows) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
+def dump_iter(rows: Rows) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
+    """(model label, its rows as dicts) by label, each read a chunk of keys at a time."""
     for model in sorted(rows, key=lambda m: m._meta.label):
-        instances = model._base_manager.filter(pk__in=rows[model]).order_by("pk")
-        out[model._meta.label] = [row_dict(i) for i in instances]
-    return out
+        yield model._meta.label, _values_in(model, rows[model])
+
+
+def _values_in(model: type[models.Model], keys: set[Any]) -> Iterator[dict[str, Any]]:
+    """Every column by attribute name (`dumps_row` converts bytes and dates),
+    a chunk of keys per query, without building model instances."""
+    for chunk in chunked(sorted(keys)):
+        yield from model._base_manager.filter(pk__in=chunk).order_by("pk").values()
 
 
 def json_default(value: Any) -> Any:
@@ -182,5 +199,6 @@ def json_default(value: Any) -> Any:
     return converted
 
 
-def dumps(document: Any) -> str:
-    return json.dumps(document, indent=2, sort_keys=True, default=json_default, ensure_ascii=False)
+def dumps_row(row: Any) -> str:
+    return json.dumps(row, sort_keys=True, default=json_default, ensure_ascii=False)
+

@@ -16,14 +16,18 @@ What ties them to a person goes with the invoices' cut-off: the salted e-mail ha
 order (`records.HASHED_EMAIL_COLUMNS`) older than `PAYPILOT_RETENTION_MONTHS` is emptied.
 No run reads it, so a run's result does not change.
 
-Everything runs in one transaction under `append_only_override("retention_purge")` and ends
-with one platform audit event carrying the counts. Run it as the database owner.
+The purge works in batches (`batch_size` old invoices with their dependents, or that many
+payloads emptied): each batch is its own transaction under
+`append_only_override("retention_purge")` with its own platform audit event carrying its
+counts, and a progress line is printed after it commits. No transaction spans the purge, so
+an interrupt loses at most the batch in hand, and running the command again continues where
+it stopped (what is left is exactly what still matches). Run it as the database owner.
 """
 
 from __future__ import annotations
 
 import calendar
-from collections.abc import Iterator
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -32,7 +36,6 @@ from typing import Any, TextIO
 from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
-from tqdm import tqdm
 
 from ledger.models import Invoice
 from operations import records
@@ -40,7 +43,7 @@ from paypilot.db import append_only_override
 from paypilot.services import audit_record
 
 CLOSED_STATES = tuple(sorted(Invoice.TERMINAL_STATES))  # voided too: nothing is owed, nothing left to do
-CHUNK = 500
+BATCH_SIZE = 1000  # old invoices (or payloads) per batch: one transaction and one progress line each
 PAYLOAD_TIME_FIELDS = ("received_at", "created_at")
 PSEUDONYM_TIME_FIELDS = ("ordered_at", "created_at")
 
@@ -87,15 +90,11 @@ class PurgeResult:
     body_cutoff: datetime
     counts: dict[str, int] = field(default_factory=dict)
     dry_run: bool = False
+    batches: int = 0
 
 
 def _old_closed_invoices(cutoff: datetime) -> models.QuerySet[Invoice]:
     return Invoice.objects.filter(state__in=CLOSED_STATES, updated_at__lt=cutoff).order_by("pk")
-
-
-def _chunks(pks: list[Any]) -> Iterator[list[Any]]:
-    for start in range(0, len(pks), CHUNK):
-        yield pks[start:start + CHUNK]
 
 
 def _dependents(invoice_pks: list[Any]) -> records.Rows:
@@ -115,55 +114,86 @@ def _count(counts: dict[str, int], key: str, n: int) -> None:
         counts[key] = counts.get(key, 0) + n
 
 
+# One unit of work: (what it is, the queryset of rows still to do, what to do with a batch of
+# their keys -> counts of that batch). A batch is re-read each time (keyset after the last key
+# seen), so a dry run, which changes nothing, walks forward and a real run sees only what is left.
+Step = tuple[str, models.QuerySet[Any], Callable[[list[Any], bool], dict[str, int]]]
+
+
+def _purge_invoices(pks: list[Any], dry_run: bool) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    rows = _dependents(pks)
+    for model in records.delete_order(rows):
+        keys = rows[model]
+        if not dry_run:
+            for chunk in records.chunked(keys):
+                model._base_manager.filter(pk__in=chunk).delete()
+        _count(counts, model._meta.label, len(keys))
+    return counts
+
+
+def _emptier(model: type[models.Model], f: models.Field) -> Callable[[list[Any], bool], dict[str, int]]:
+    empty = b"" if isinstance(f, models.BinaryField) else ""
+
+    def run(pks: list[Any], dry_run: bool) -> dict[str, int]:
+        if not dry_run:
+            model._base_manager.filter(pk__in=pks).update(**{f.attname: empty})
+        return {f"{model._meta.label}.{f.name}": len(pks)}
+    return run
+
+
+def _steps(result: PurgeResult) -> list[Step]:
+    steps: list[Step] = [("invoices", _old_closed_invoices(result.invoice_cutoff), _purge_invoices)]
+    for model, f, time_field in payload_columns():
+        rows = model._base_manager.filter(**{f"{time_field}__lt": result.body_cutoff}).exclude(**{f.name: b""})
+        steps.append((f"{model._meta.label}.{f.name}", rows.order_by("pk"), _emptier(model, f)))
+    for model, f, time_field in pseudonym_columns():
+        rows = model._base_manager.filter(**{f"{time_field}__lt": result.invoice_cutoff}).exclude(**{f.name: ""})
+        steps.append((f"{model._meta.label}.{f.name}", rows.order_by("pk"), _emptier(model, f)))
+    return steps
+
+
 def retention_purge(
     *, dry_run: bool = False, now: datetime | None = None, progress: TextIO | None = None,
-    actor: str = "system",
+    actor: str = "system", batch_size: int = BATCH_SIZE,
 ) -> PurgeResult:
-    """Purge what the retention settings say is too old. A dry run counts and changes
-    nothing. `progress`: a stream for a progress bar, shown only when it is a terminal."""
+    """Purge what the retention settings say is too old, a batch per transaction, each with
+    its audit event; a line per batch goes to `progress` once the batch has committed.
+    A dry run counts and changes nothing. Raises whatever a batch raises, after the batches
+    before it have committed: running it again continues from there."""
     now = now or timezone.now()
     result = PurgeResult(
         invoice_cutoff=months_before(now, settings.PAYPILOT_RETENTION_MONTHS),
         body_cutoff=now - timedelta(days=settings.PAYPILOT_WEBHOOK_BODY_DAYS),
         dry_run=dry_run,
     )
-    with transaction.atomic(), (nullcontext() if dry_run else append_only_override("retention_purge")):
-        invoice_pks = list(_old_closed_invoices(result.invoice_cutoff).values_list("pk", flat=True))
-        payloads = [
-            (model, f, list(
-                model._base_manager.filter(**{f"{time_field}__lt": result.body_cutoff})
-                .exclude(**{f.name: b""}).values_list("pk", flat=True)
-            ))
-            for model, f, time_field in payload_columns()
-        ] + [
-            (model, f, list(
-                model._base_manager.filter(**{f"{time_field}__lt": result.invoice_cutoff})
-                .exclude(**{f.name: ""}).values_list("pk", flat=True)
-            ))
-            for model, f, time_field in pseudonym_columns()
-        ]
-        total = len(invoice_pks) + sum(len(pks) for _, _, pks in payloads)
-        interactive = bool(progress is not None and progress.isatty())
-        with tqdm(total=total, disable=not interactive, file=progress, unit="row", desc="retention") as bar:
-            for chunk in _chunks(invoice_pks):
-                rows = _dependents(chunk)
-                for model in records.delete_order(rows):
-                    keys = rows[model]
-                    if not dry_run:
-                        model._base_manager.filter(pk__in=keys).delete()
-                    _count(result.counts, model._meta.label, len(keys))
-                bar.update(len(chunk))
-            for model, f, pks in payloads:
-                for chunk in _chunks(pks):
-                    if not dry_run:
-                        empty = b"" if isinstance(f, models.BinaryField) else ""
-                        model._base_manager.filter(pk__in=chunk).update(**{f.attname: empty})
-                    _count(result.counts, f"{model._meta.label}.{f.name}", len(chunk))
-                    bar.update(len(chunk))
-        if not dry_run:
-            audit_record(
-                event="operations.retention.purged", tenant=None, actor=actor,
-                detail={"counts": result.counts, "operation": "retention_purge"},
-            )
+    if progress is not None:
+        progress.write(f"retention: invoices closed before {result.invoice_cutoff:%Y-%m-%d}, "
+                       f"raw bodies received before {result.body_cutoff:%Y-%m-%d}\n")
+    for label, rows, work in _steps(result):
+        total, done, last = rows.count(), 0, None
+        while pks := list((rows if last is None else rows.filter(pk__gt=last)).values_list("pk", flat=True)[
+            :batch_size
+        ]):
+            last = pks[-1]
+            with transaction.atomic(), (nullcontext() if dry_run else append_only_override("retention_purge")):
+                counts = work(pks, dry_run)
+                if not dry_run:
+                    audit_record(
+                        event="operations.retention.purged", tenant=None, actor=actor,
+                        detail={"counts": counts, "operation": "retention_purge", "batch": result.batches + 1},
+                    )
+            result.batches += 1
+            done += len(pks)
+            for key, n in counts.items():
+                _count(result.counts, key, n)
+            if progress is not None:
+                rows_in_batch = sum(counts.values())
+                progress.write(f"retention batch {result.batches}: {label} {done:,}/{total:,} "
+                               f"({rows_in_batch:,} rows {'counted' if dry_run else 'purged'})\n")
+                progress.flush()
+    if not dry_run and result.batches == 0:  # nothing to do is recorded too
+        with transaction.atomic():
+            audit_record(event="operations.retention.purged", tenant=None, actor=actor,
+                         detail={"counts": {}, "operation": "retention_purge", "batch": 0})
     return result
-

@@ -59,6 +59,7 @@ AUDIT_DETAIL_ALLOWLIST = frozenset(
         "holdout_from", "holdout_to",  # a tenant's holdout {pct, start} before and after a change
         "digest", "frequency", "period_start",  # the approvers' digest (approvals/digest.py)
         "fields",  # names of the fields a change touched (a tenant's email branding)
+        "batch",  # the number of a retention purge's batch (operations/retention.py)
     }
 )
 

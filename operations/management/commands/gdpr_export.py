@@ -7,7 +7,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from operations import records
 from operations.gdpr import SubjectNotFound, subject_export, subject_find
 from paypilot.models import Tenant
 
@@ -38,12 +37,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         subject = find_subject(options)
-        text = records.dumps(subject_export(subject=subject, actor="command:gdpr_export"))
         if options["output"]:
             path = Path(options["output"])
             path.touch(mode=0o600, exist_ok=True)
-            path.write_text(text + "\n", encoding="utf-8")
-            total = sum(subject.counts().values())
+            with path.open("w", encoding="utf-8") as stream:  # written as read, a chunk at a time
+                total = subject_export(subject=subject, stream=stream, actor="command:gdpr_export")
             self.stderr.write(f"{total} records written to {path}")
         else:
-            self.stdout.write(text)
+            subject_export(subject=subject, stream=self.stdout, actor="command:gdpr_export")
