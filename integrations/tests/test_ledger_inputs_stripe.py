@@ -16,10 +16,11 @@ from integrations.tests.conftest import load_fixture
 from ledger.models import Invoice, InvoiceRefund, InvoiceTransition, LedgerInconsistency, PaidBeforeFailure
 from paypilot.models import AuditEvent
 
-pytestmark = pytest.mark.django_db
-
 INVOICE = "in_1RzQ4xAcmeRobotics"
 T0 = 1_776_000_000  # 2026-04-12, weeks before the tests run: a backlog processed late
+# The tests run on 1 December 2026 whatever the day: the backlog is processed months late.
+RUN_AT = datetime(2026, 12, 1, 12, tzinfo=UTC)
+pytestmark = [pytest.mark.django_db, pytest.mark.frozen_clock(RUN_AT)]
 
 
 def at(seconds: int) -> datetime:

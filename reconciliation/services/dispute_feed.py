@@ -8,7 +8,7 @@ stored the raw event, so a redelivery never reaches it twice.
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from paypilot.disputes import DisputeReport
 from paypilot.models import Tenant
@@ -39,7 +39,9 @@ def _fields(report: DisputeReport, event_ref: str) -> dict[str, object]:
     return {
         "charge_id": report.charge_id, "amount_minor": report.amount_minor, "currency": report.currency,
         "reason": report.reason, "status": report.status, "evidence_due_by": report.evidence_due_by,
-        "created_at": report.created_at, "known_at": timezone.now(), "last_event_at": report.occurred_at,
+        # The database's clock, as for file rows (their known_at is the column's default): readers
+        # order a dispute's rows by known_at, so both kinds must be stamped by one clock.
+        "created_at": report.created_at, "known_at": Now(), "last_event_at": report.occurred_at,
         "last_event_id": event_ref[:200],
         "details": {**report.details, "last_event_type": report.event_type},
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,8 @@ def test_sixteen_tools_listed_with_read_only_annotations_and_output_schemas(samp
     assert set(money) == {"amount_minor", "currency", "display"}
 
 
+# check_refund without as_of asks about today: a day after the sample's (2026-11-16), every time.
+@pytest.mark.frozen_clock(datetime(2026, 12, 4, 9, tzinfo=UTC))
 def test_the_whole_morning_names_every_planted_problem(sample, live_server) -> None:
     """"Run my payments ops review" on the sample tenant, as a client would play it."""
     token = token_issue(tenant=sample, role="viewer").plaintext
