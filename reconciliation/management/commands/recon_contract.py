@@ -22,7 +22,8 @@ from reconciliation.services.proposals import contract_proposal_confirm, contrac
 def _version_json(v: ContractVersion) -> dict[str, Any]:
     return {"currency": v.currency, "version": v.version, "effective_from": v.effective_from.isoformat(),
             "percent": str(v.percent), "fixed_minor": v.fixed_minor, "chargeback_fee_minor": v.chargeback_fee_minor,
-            "payout_delay_days": v.payout_delay_days}
+            "payout_delay_days": v.payout_delay_days,
+            **({"fx_margin_percent": str(v.fx_margin_percent)} if v.fx_margin_percent is not None else {})}
 
 
 class Command(BaseCommand):
@@ -40,6 +41,8 @@ class Command(BaseCommand):
         add.add_argument("--payout-delay-days", required=True, type=int)
         add.add_argument("--international-surcharge", default=None, help="per cent; stored, not applied yet")
         add.add_argument("--rolling-reserve", default=None, help="per cent; stored, not applied yet")
+        add.add_argument("--fx-margin", default=None,
+                         help="per cent a foreign payout may lose to conversion before it is a break (default 1)")
         listing = sub.add_parser("list")
         listing.add_argument("--tenant", required=True)
         propose = sub.add_parser("propose", help="read the fee terms of a pricing document and check each one")
@@ -74,7 +77,7 @@ class Command(BaseCommand):
                 percent=options["percent"], fixed=options["fixed"], chargeback_fee=options["chargeback_fee"],
                 payout_delay_days=options["payout_delay_days"],
                 international_surcharge=options["international_surcharge"],
-                rolling_reserve=options["rolling_reserve"], actor=ACTOR,
+                rolling_reserve=options["rolling_reserve"], fx_margin=options["fx_margin"], actor=ACTOR,
             )
         except ContractRefused as exc:
             raise refused(exc) from exc
