@@ -1,6 +1,6 @@
 """Column-at-a-time reading of large CSV exports with polars: the fast path of an import.
 
-The row parser in `reconciliation.formats` is the reference. `stripe_columns` and
+The row parsers in `reconciliation.formats` are the reference. `stripe_columns` and
 `layout_columns` return a file's canonical columns exactly as the row parser would produce
 them, or None whenever the file holds anything this vectorised grammar does not cover
 (a blank line, a stray quote, a ragged row, an empty required cell, a bad amount or date,
@@ -23,22 +23,17 @@ from typing import Any
 
 import polars as pl
 
-from reconciliation.formats import (
+from reconciliation.formats.base import (
     AMOUNT_FIELDS,
     PROVIDER_TYPES,
     REQUIRED,
-    STRIPE_CATEGORIES,
     TYPE_SYNONYMS,
     LayoutSpec,
-    _exponent,
-    _fixed_width,
-    _header_parts,
-    amount_to_minor,
-    currency_normalise,
-    is_stripe_report,
-    normalise_header,
-    parse_when,
 )
+from reconciliation.formats.cells import _exponent, _fixed_width, amount_to_minor, currency_normalise, parse_when
+from reconciliation.formats.csvtext import normalise_header
+from reconciliation.formats.layout import _header_parts
+from reconciliation.formats.stripe_report import STRIPE_CATEGORIES, is_stripe_report
 
 Columns = dict[str, pl.Series]
 

@@ -19,17 +19,13 @@ from reconciliation.formats import (
     FileRefused,
     LayoutSpec,
     Parsed,
+    Sample,
     csv_rows,
     day_number,
     decode,
     header_key,
-    is_stripe_report,
-    looks_like_mt940,
-    looks_like_xml,
-    parse_camt053,
-    parse_mt940,
-    parse_stripe_report,
     parse_with_layout,
+    recognise,
     sniff_delimiter,
     text_stream,
 )
@@ -310,28 +306,18 @@ def _copy_insert(
 
 
 def _detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout | None]:
-    """Recognise the file: camt.053, Stripe's report, else the tenant's layout for its header."""
-    if looks_like_xml(data):
-        if kind != Kind.BANK:
-            raise FileRefused(REASON_WRONG_KIND, "an XML file imports only as kind bank (camt.053)")
-        return parse_camt053(data), None
-    # Recognise from the head; the body is then decoded as it is read (text_stream).
-    head = decode(data[:65536].rsplit(b"\n", 1)[0] if len(data) > 65536 else data)
-    if looks_like_mt940(head):
-        if kind != Kind.BANK:
-            raise FileRefused(REASON_WRONG_KIND, "an MT940 statement imports only as kind bank")
-        return parse_mt940(decode(data)), None
-    first_line = head.split("\n", 1)[0]
-    header, _ = csv_rows(first_line, ",")
-    if is_stripe_report(header):
-        if kind != Kind.PROVIDER:
-            raise FileRefused(REASON_WRONG_KIND, "a Stripe balance report imports only as kind provider")
-        from reconciliation.columnar import stripe_columns  # polars loads only for a large file
-
-        columns = stripe_columns(data) if len(data) >= COLUMNAR_MIN_BYTES else None
+    """Recognise the file (a reader of `reconciliation.formats`), else read it through the
+    tenant's confirmed layout for its header."""
+    sample = Sample(data)
+    reader = recognise(sample)
+    if reader is not None:
+        if kind != reader.kind:
+            raise FileRefused(REASON_WRONG_KIND, reader.wrong_kind)
+        columns = _recognised_columns(reader.file_format, data)
         if columns is not None and _fits(kind, columns):
-            return Parsed(kind=kind, file_format="stripe_report", columns=columns), None
-        return parse_stripe_report(text_stream(data)), None
+            return Parsed(kind=kind, file_format=reader.file_format, columns=columns), None
+        return reader.read(sample), None
+    first_line = sample.first_line
     delimiter = sniff_delimiter(first_line)
     header, _ = csv_rows(first_line, delimiter)
     layout = Layout.objects.filter(tenant=tenant, kind=kind, header_key=header_key(header)).first()
@@ -351,6 +337,16 @@ def _detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout |
     if columns is not None and _fits(kind, columns):
         return Parsed(kind=kind, file_format="layout", columns=columns), layout
     return parse_with_layout(text_stream(data), kind=kind, spec=spec), layout
+
+
+def _recognised_columns(file_format: str, data: bytes) -> dict[str, Any] | None:
+    """A large recognised file's canonical columns when the columnar reader has a path for
+    its format (Stripe's report) and takes it; else None and the row reader reads it."""
+    if file_format != "stripe_report" or len(data) < COLUMNAR_MIN_BYTES:
+        return None
+    from reconciliation.columnar import stripe_columns  # polars loads only for a large file
+
+    return stripe_columns(data)
 
 
 def file_import(
