@@ -25,6 +25,8 @@ REASON_XML_FORBIDDEN = "xml_forbidden"
 REASON_XML_INVALID = "xml_invalid"
 REASON_WRONG_COLUMNS = "wrong_number_of_columns"
 REASON_MISSING_COLUMN = "missing_column"
+REASON_MIXED_CURRENCIES = "mixed_currencies"  # one row, account or merchant account in two currencies
+REASON_COUNT_MISMATCH = "count_mismatch"  # a trailer's count or control total disagrees with the file
 
 EPOCH = date(1970, 1, 1)
 

@@ -16,20 +16,22 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from reconciliation.formats import (
+from reconciliation.formats.base import (
     REASON_BAD_AMOUNT,
     REASON_BAD_CURRENCY,
     REASON_BAD_DATE,
     REASON_BAD_TYPE,
+    REASON_COUNT_MISMATCH,
     REASON_MISSING_COLUMN,
     REASON_MISSING_VALUE,
+    REASON_MIXED_CURRENCIES,
     REASON_WRONG_COLUMNS,
     FileRefused,
     Parsed,
-    currency_normalise,
-    normalise_header,
 )
-from reconciliation.readers_wip.common import REASON_MIXED_CURRENCIES, minor_int
+from reconciliation.formats.cells import currency_normalise, minor_int
+from reconciliation.formats.csvtext import normalise_header, text_stream
+from reconciliation.formats.registry import Reader
 
 FILE_FORMAT = "paypal_stl"
 RECORD_TYPES = frozenset({"RH", "FH", "SH", "CH", "SB", "SF", "SC", "RF", "RC", "FF"})
@@ -77,6 +79,7 @@ def _rows(reader: Any) -> Iterator[dict[str, Any]]:
     index: dict[str, int] | None = None
     width = 0
     body_rows = 0
+    counted = False
     for cells in reader:
         line = reader.line_num
         if not any(c.strip() for c in cells):
@@ -97,8 +100,9 @@ def _rows(reader: Any) -> Iterator[dict[str, Any]]:
             # The report's own count of SB rows: a cut file is refused, not half imported.
             count = cells[1].strip() if len(cells) > 1 else ""
             if not count.isdigit() or int(count) != body_rows:
-                raise FileRefused(REASON_WRONG_COLUMNS, f"the report counts {count or 'no'} rows, "
+                raise FileRefused(REASON_COUNT_MISMATCH, f"the report counts {count or 'no'} rows, "
                                   f"the file has {body_rows}", line=line, column="RC")
+            counted = True
             continue
         if record != "SB":
             continue
@@ -109,6 +113,8 @@ def _rows(reader: Any) -> Iterator[dict[str, Any]]:
             raise FileRefused(REASON_WRONG_COLUMNS, f"{len(cells)} cells, the header has {width}", line=line)
         body_rows += 1
         yield _row(cells, index, line)
+    if not counted:
+        raise FileRefused(REASON_COUNT_MISMATCH, "no report count (RC): the file is cut short")
 
 
 def _row(cells: list[str], index: dict[str, int], line: int) -> dict[str, Any]:
@@ -163,3 +169,11 @@ def _sign(indicator: str) -> int:
     if value not in ("CR", "DR"):
         raise ValueError(f"debit or credit must be CR or DR, not {indicator!r}")
     return 1 if value == "CR" else -1
+
+
+READER = Reader(
+    file_format=FILE_FORMAT, kind="provider", order=16,
+    recognises=lambda sample: looks_like_paypal_settlement(sample.head),
+    read=lambda sample: parse_paypal_settlement(text_stream(sample.data)),
+    wrong_kind="a PayPal settlement report imports only as kind provider",
+)

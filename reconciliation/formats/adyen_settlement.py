@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from reconciliation.formats import (
+from reconciliation.formats.base import (
     REASON_BAD_AMOUNT,
     REASON_BAD_CURRENCY,
     REASON_BAD_DATE,
@@ -24,11 +24,10 @@ from reconciliation.formats import (
     REASON_WRONG_COLUMNS,
     FileRefused,
     Parsed,
-    amount_to_minor,
-    csv_rows,
-    currency_normalise,
-    normalise_header,
 )
+from reconciliation.formats.cells import amount_to_minor, currency_normalise
+from reconciliation.formats.csvtext import csv_rows, normalise_header, text_stream
+from reconciliation.formats.registry import Reader
 
 REASON_MIXED_CURRENCIES = "mixed_currencies"
 FILE_FORMAT = "adyen_settlement"
@@ -149,3 +148,11 @@ def _rows(header: list[str], body: Iterator[tuple[int, list[str]]]) -> Iterator[
 
 def _amount(text: str, currency: str) -> int:
     return amount_to_minor(text, currency) if text else 0
+
+
+READER = Reader(
+    file_format=FILE_FORMAT, kind="provider", order=31,
+    recognises=lambda sample: is_adyen_settlement(sample.header),
+    read=lambda sample: parse_adyen_settlement(text_stream(sample.data)),
+    wrong_kind="an Adyen settlement details report imports only as kind provider",
+)

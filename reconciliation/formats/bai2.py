@@ -16,16 +16,18 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from reconciliation.formats import (
+from reconciliation.formats.base import (
     REASON_BAD_AMOUNT,
     REASON_BAD_CURRENCY,
     REASON_BAD_DATE,
     REASON_BAD_TYPE,
+    REASON_COUNT_MISMATCH,
     FileRefused,
     Parsed,
-    currency_normalise,
 )
-from reconciliation.readers_wip.common import minor_int
+from reconciliation.formats.cells import currency_normalise, minor_int
+from reconciliation.formats.csvtext import decode
+from reconciliation.formats.registry import Reader
 
 FILE_FORMAT = "bai2"
 REASON_BAI2_INVALID = "bai2_invalid"
@@ -146,7 +148,8 @@ def _control(fields: list[str], at: int, line: int, what: str) -> int:
 
 def _check(name: str, stated: int, actual: int, line: int, code: str) -> None:
     if stated != actual:
-        raise FileRefused(REASON_BAI2_INVALID, f"{name} {stated}, but the file has {actual}", line=line, column=code)
+        raise FileRefused(REASON_COUNT_MISMATCH, f"{name} {stated}, but the file has {actual}", line=line,
+                          column=code)
 
 
 def parse_bai2(text: str) -> Parsed:
@@ -231,3 +234,11 @@ def parse_bai2(text: str) -> Parsed:
     if not seen_end:
         raise FileRefused(REASON_BAI2_INVALID, "no file trailer (99): the file is cut short")
     return Parsed(kind="bank", file_format=FILE_FORMAT, rows=rows)
+
+
+READER = Reader(
+    file_format=FILE_FORMAT, kind="bank", order=15,
+    recognises=lambda sample: looks_like_bai2(sample.head),
+    read=lambda sample: parse_bai2(decode(sample.data)),
+    wrong_kind="a BAI2 file imports only as kind bank",
+)

@@ -15,21 +15,20 @@ from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from typing import Any
 
-from reconciliation.formats import (
+from reconciliation.formats.base import (
     REASON_BAD_AMOUNT,
     REASON_BAD_CURRENCY,
     REASON_BAD_DATE,
     REASON_BAD_TYPE,
     REASON_MISSING_VALUE,
+    REASON_MIXED_CURRENCIES,
     REASON_WRONG_COLUMNS,
     FileRefused,
     Parsed,
-    amount_to_minor,
-    csv_rows,
-    currency_normalise,
-    normalise_header,
 )
-from reconciliation.readers_wip.common import REASON_MIXED_CURRENCIES
+from reconciliation.formats.cells import amount_to_minor, currency_normalise
+from reconciliation.formats.csvtext import csv_rows, normalise_header, text_stream
+from reconciliation.formats.registry import Reader
 
 FILE_FORMAT = "braintree_fees"
 REQUIRED = frozenset({
@@ -122,3 +121,11 @@ def _rows(header: list[str], body: Iterator[tuple[int, list[str]]]) -> Iterator[
             "payout_id": f"{account}-{disbursed.isoformat()}" if disbursed else "",
             "payout_date": disbursed,
         }
+
+
+READER = Reader(
+    file_format=FILE_FORMAT, kind="provider", order=32,
+    recognises=lambda sample: is_braintree_fees(sample.header),
+    read=lambda sample: parse_braintree_fees(text_stream(sample.data)),
+    wrong_kind="a Braintree transaction level fee report imports only as kind provider",
+)
