@@ -37,7 +37,9 @@ CANONICAL: dict[str, tuple[str, ...]] = {
         "transaction_id", "created_at", "type", "amount", "fee", "net", "currency", "charge_id",
         "order_reference", "payout_id", "payout_date",
     ),
-    "bank": ("booking_date", "value_date", "amount", "currency", "reference", "remittance", "bank_reference"),
+    "bank": ("booking_date", "value_date", "amount", "currency", "reference", "remittance", "bank_reference",
+             # a credit converted from another currency: what was sent, in what, at what rate
+             "original_amount", "original_currency", "exchange_rate"),
     "disputes": (
         "dispute_id", "charge_id", "amount", "currency", "reason", "status", "evidence_due_by", "created_at",
     ),
