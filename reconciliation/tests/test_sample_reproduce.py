@@ -95,3 +95,15 @@ def test_demo_setup_loads_the_sample_and_gives_the_demo_tenant_a_run_from_the_ex
     assert review.status_code == 200
     page = review.content.decode()
     assert "payout_short" in page and "po_1NwB0002" in page
+
+
+def test_recon_sample_loads_one_file_of_each_format_once() -> None:
+    first = json.loads(_cmd("recon_sample"))
+    assert first["tenant"] == "sample" and first["breaks"] == 7 and first["as_of"] == "2026-11-16"
+    assert first["formats"] == ["adyen_settlement", "bai2", "braintree_fees", "camt054", "layout", "paypal_stl",
+                                "sample"]
+    counts = (ImportFile.objects.count(), Run.objects.count())
+    assert json.loads(_cmd("recon_sample")) == first and (ImportFile.objects.count(), Run.objects.count()) == counts
+    tenant_create(slug="trial", name="Trial")
+    into = json.loads(_cmd("recon_sample", "--into", "trial"))
+    assert into["breaks"] == 7 and "stripe_report" in into["formats"] and "camt053" in into["formats"]
