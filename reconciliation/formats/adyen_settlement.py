@@ -116,17 +116,22 @@ def _rows(header: list[str], body: Iterator[tuple[int, list[str]]]) -> Iterator[
         psp, modification = cell("psp reference"), cell("modification reference")
         batch = cell("batch number")
         merchant = cell("merchant account")
-        payout_id = f"{merchant}-batch-{batch}" if batch else ""
+        # Adyen numbers batches per merchant account: the account makes the payout id unique.
+        # A batch written as an id already (not a plain number) is kept as it is.
+        payout_id = (f"{merchant}-batch-{batch}" if batch.isdigit() else batch) if batch else ""
         if kind == "payout":
             # The payout row carries no payment: its id is the batch's, its gross is its net.
             transaction_id = modification or payout_id
             gross, fee = net, 0
-        elif kind in ("fee", "adjustment") and not modification:
-            # Batch-level costs carry no reference of their own: named by batch, type and line.
-            transaction_id = f"{payout_id or 'nobatch'}-{record}-{psp or line}"
-        else:
+        elif kind == "charge":
             transaction_id = modification or psp
-        if not transaction_id:
+        else:
+            # A refund or chargeback may carry the payment's reference only, and batch costs
+            # none: the record type (and the line, for costs) keeps each row its own id,
+            # never the capture's, which a later row with the same id would replace.
+            reference = modification or psp
+            transaction_id = f"{record}-{reference}" if reference else f"{payout_id or 'nobatch'}-{record}-{line}"
+        if not (psp or modification) and kind in ("charge", "refund", "dispute", "dispute_reversal"):
             raise FileRefused(REASON_MISSING_VALUE, "no Psp Reference nor Modification Reference", line=line,
                               column="Psp Reference")
         yield {
