@@ -1,3 +1,5 @@
+"""The approvals app's configuration: delivery tracking, and withdrawing requests of closed invoices."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,5 @@
+"""The decisions app's configuration: registers its decision-table MCP server in the core."""
+
 from django.apps import AppConfig
 
 

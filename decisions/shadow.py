@@ -22,14 +22,13 @@ draft (`drafts_not_written`), and the pipeline decisions that wrote none but wou
 (`drafts_added`).
 
 decisions imports no other app's models: the apps below it register the expressions that
-reach their tables (`register_currency_source`, `register_draft_source`, from their
-AppConfig.ready()).
+reach their tables in the core (`paypilot.shadow_sources.register_currency_source`,
+`register_draft_source`, from their AppConfig.ready()).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -53,6 +52,7 @@ from decisions.models import DecisionRecord
 from decisions.rules import action_drafts, decide, iso_ms
 from decisions.tables import RuleTable
 from paypilot.models import Tenant
+from paypilot.shadow_sources import currency_sources, draft_sources
 
 INPUT_FIELDS = ("failure_code", "attempt", "prior_failures", "card_brand", "network_advice_code",
                 "network_decline_code")
@@ -63,24 +63,6 @@ UNKNOWN_CURRENCY = "unknown"
 # A fixed instant for the replay: only whether a retry exists and its wait in days are compared,
 # so the clock must not matter.
 _REPLAY_NOW = datetime(2000, 1, 3, tzinfo=UTC)
-
-# Registered by the apps below decisions (see the module docstring). Each returns a fresh
-# expression evaluated per DecisionRecord row (OuterRef("pk"), OuterRef("invoice_ref")...).
-_CURRENCY_SOURCES: list[Callable[[], Expression]] = []
-_DRAFT_SOURCES: list[Callable[[], Expression]] = []
-
-
-def register_currency_source(source: Callable[[], Expression]) -> None:
-    """An expression giving the currency of a decision row's amounts (NULL when unknown)."""
-    if source not in _CURRENCY_SOURCES:
-        _CURRENCY_SOURCES.append(source)
-
-
-def register_draft_source(source: Callable[[], Expression]) -> None:
-    """A boolean expression: a draft was stored for this decision row."""
-    if source not in _DRAFT_SOURCES:
-        _DRAFT_SOURCES.append(source)
-
 
 @dataclass
 class Money:
@@ -186,15 +168,15 @@ class ShadowReport:
 
 
 def _currency_expression() -> Expression:
-    sources = [source() for source in _CURRENCY_SOURCES]
+    sources = [source() for source in currency_sources()]
     return Coalesce(F("currency"), *sources, Value(UNKNOWN_CURRENCY), output_field=CharField())
 
 
 def _drafted_expression() -> Expression:
-    if not _DRAFT_SOURCES:
+    if not draft_sources():
         return Value(False, output_field=BooleanField())
     found = Q()
-    for source in _DRAFT_SOURCES:
+    for source in draft_sources():
         found |= Q(source())
     # Only the pipeline drafts: an API decision is never looked up.
     return Case(When(Q(source=DecisionRecord.Source.PIPELINE) & found, then=Value(True)), default=Value(False),

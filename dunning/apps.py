@@ -1,3 +1,5 @@
+"""The dunning app's configuration: registers the shadow replay's draft look-ups and the chat seam."""
+
 from django.apps import AppConfig
 
 
@@ -29,9 +31,9 @@ class DunningConfig(AppConfig):
     def ready(self) -> None:
         # The shadow replay joins decisions to the drafts actually stored (decisions imports
         # no dunning model).
-        from decisions.shadow import register_currency_source, register_draft_source
         from dunning import llm
         from paypilot.chat import ChatSeam, chat_seam_register
+        from paypilot.shadow_sources import register_currency_source, register_draft_source
 
         register_draft_source(_draft_stored)
         register_currency_source(_draft_invoice_currency)

@@ -9,17 +9,14 @@ the prompt hash, the verdict and whether the template was kept (never the prompt
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from decisions.rules import NO_RETRY_ACTIONS
 from dunning import llm
 from dunning.catalogue import catalogue
 from dunning.guards import GuardVerdict, guard_check
 from dunning.prompting import build_prompt, mask_customer, parse_reply, rehydrate
+from dunning.state import RecoveryState
 from paypilot.services import audit_record
-
-if TYPE_CHECKING:
-    from dunning.pipeline import RecoveryState
 
 logger = logging.getLogger("paypilot.dunning")
 

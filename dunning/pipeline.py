@@ -4,97 +4,39 @@ retrieve_context -> assess_risk -> diagnose_reason -> choose_strategy -> schedul
 draft_message -> finalize. Risk, strategy, schedule and impact come from `decisions.rules`
 (this module holds no rule of its own). The default path renders the committed catalogue
 and constructs no model client; the LLM path (see `dunning.drafting`) runs only when
-drafting is switched on and a key is configured.
+drafting is switched on and a key is configured. The state the steps fill in is
+`dunning.state` (re-exported here: `RecoveryInput`, `RecoveryState`, `CustomerFacts`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from datetime import UTC
 
 from django.conf import settings
 
 from decisions.rules import (
     FAILURE_CODES,
-    Decision,
     action_drafts,
     churn_risk,
     decide,
     prior_failures_from_history,
 )
 from decisions.selectors import rule_table_active
-from dunning.catalogue import LocaleChoice, catalogue
-from dunning.guards import GuardVerdict, safe_field
-from dunning.retrieval import Passage, get_retriever
+from dunning.catalogue import catalogue
+from dunning.drafting import llm_redraft
+from dunning.guards import safe_field
+from dunning.retrieval import get_retriever
 from dunning.selectors import CustomerRow, customer_row_get
+from dunning.state import CustomerFacts, RecoveryInput, RecoveryState
 from ledger.models import Customer
 from ledger.money import currency_normalise, to_major
-from paypilot.models import Tenant
 
 _CODE = re.compile(r"^[a-z0-9_]{1,64}$")
 UNRECOGNISED_CODE = "unrecognised"  # stands in for a failure code that is not code-shaped
 
-
-@dataclass(frozen=True)
-class RecoveryInput:
-    """One failed payment as the pipeline sees it. Every string here is untrusted."""
-
-    customer_id: str
-    amount_minor: int
-    currency: str
-    failure_code: str
-    attempt: int = 1
-    customer_name: str = ""  # used only when the customer is not on record
-    customer_email: str = ""
-    plan: str = ""
-    locale: str = ""
-    provider_retry_at: datetime | None = None
-    provider_retry_source: str = "provider"
-    invoice_ref: str = ""  # names the decision row when one is stored
-    # The card network's answer (brand, advice and decline codes) when the provider passed it.
-    card_brand: str = ""
-    network_advice_code: str = ""
-    network_decline_code: str = ""
-
-
-@dataclass(frozen=True)
-class CustomerFacts:
-    on_record: bool
-    name: str | None  # already through safe_field
-    email: str | None  # masked on the LLM path, never rendered
-    plan: str | None  # already through safe_field
-    locale_tag: str
-    mrr_minor: int | None
-    history: tuple[str, ...]  # statuses, oldest first
-
-
-@dataclass
-class RecoveryState:
-    event: RecoveryInput
-    tenant: Tenant | None
-    now: datetime
-    customer_record: Customer | CustomerRow | None = None
-    preloaded: bool = False  # the caller already looked the customer up (batch)
-    # filled by the steps, in order
-    customer: CustomerFacts | None = None
-    failure_code: str = ""
-    locale: LocaleChoice | None = None
-    business: str | None = None
-    passages: tuple[Passage, ...] = ()
-    prior_failures: int = 0
-    churn_risk: str = ""
-    diagnosis: str = ""
-    decision: Decision | None = None
-    schedule: dict[str, Any] = field(default_factory=dict)
-    subject: str = ""
-    body: str = ""
-    source: str = "template"
-    fallback_used: bool = False
-    guard_verdict: GuardVerdict | None = None
-    result: dict[str, Any] = field(default_factory=dict)
+__all__ = ["STEPS", "CustomerFacts", "RecoveryInput", "RecoveryState", "run_pipeline"]
 
 
 def _facts_from(record: Customer | CustomerRow | None, event: RecoveryInput, currency: str) -> CustomerFacts:
@@ -182,9 +124,7 @@ def draft_message(state: RecoveryState) -> None:
         plan=state.customer.plan, business=state.business,
     )
     state.subject, state.body = rendered.subject, rendered.body
-    from dunning.drafting import llm_redraft  # the LLM path; a no-op without a client
-
-    llm_redraft(state)
+    llm_redraft(state)  # the LLM path; a no-op without a client
 
 
 def _money(amount_minor: int | None, currency: str) -> float | None:

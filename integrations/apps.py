@@ -1,3 +1,5 @@
+"""The integrations app's configuration: credential cache invalidation and its hooks in the core."""
+
 from django.apps import AppConfig
 from django.db.models.signals import post_delete, post_save
 

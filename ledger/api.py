@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ledger.report import report_csv
+from ledger.report_export import report_csv
 from ledger.schemas import REPORT, REPORT_EXAMPLES
 from ledger.selectors import report_build
 from paypilot.api import ApiError

@@ -1,3 +1,5 @@
+"""The ledger app's configuration: it registers the invoice currency the shadow replay reads."""
+
 from django.apps import AppConfig
 
 
@@ -19,6 +21,6 @@ class LedgerConfig(AppConfig):
 
     def ready(self) -> None:
         # The shadow replay's currency for decision rows stored before they carried one.
-        from decisions.shadow import register_currency_source
+        from paypilot.shadow_sources import register_currency_source
 
         register_currency_source(_invoice_currency)

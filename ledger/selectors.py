@@ -42,9 +42,9 @@ from ledger.report import (
     report_aggregates_add,
     report_bounds,
     report_compute,
-    report_csv,
     report_from_aggregates,
 )
+from ledger.report_export import report_csv
 from ledger.rollup import rollup_cells_recompute
 from paypilot.models import Tenant
 

@@ -9,7 +9,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ledger.charts import report_charts
-from ledger.report import REPORT_ARMS, report_csv
+from ledger.report import REPORT_ARMS
+from ledger.report_export import report_csv
 from ledger.selectors import report_sample
 
 ARM_LABELS = {

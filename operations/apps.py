@@ -1,3 +1,5 @@
+"""The operations app's configuration (operator tools over every app)."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,5 @@
+"""The core app's configuration: the OpenAPI auth extension and row-level security after migrate."""
+
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 

@@ -6,7 +6,6 @@ uniform body per status and each writes exactly one audit event.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -16,7 +15,7 @@ from rest_framework.request import Request
 
 from paypilot.api import ApiError
 from paypilot.models import ApiToken, Role, Tenant
-from paypilot.ratelimit import client_address
+from paypilot.ratelimit import client_address, client_prefix
 from paypilot.refusals import refusal_audited, refusal_id_for
 from paypilot.services import audit_record, token_parse, token_touch, token_verify
 from paypilot.tenancy import bind_request_tenant, bind_token_tenant
@@ -55,16 +54,6 @@ class Principal:
     @property
     def actor(self) -> str:
         return f"token:{self.token.prefix}"
-
-
-def client_prefix(remote_addr: str | None) -> str:
-    """The client's /24 (IPv4) or /48 (IPv6) network: enough to spot abuse, not a person."""
-    try:
-        ip = ipaddress.ip_address(remote_addr or "")
-    except ValueError:
-        return "unknown"
-    bits = 24 if ip.version == 4 else 48
-    return str(ipaddress.ip_network(f"{ip}/{bits}", strict=False))
 
 
 def _reject(request: Request | Any, *, status: int, reason: str, tenant: Tenant | None,

@@ -16,8 +16,7 @@ import time
 
 from django.conf import settings
 
-from paypilot.auth import client_prefix
-from paypilot.ratelimit import client_key, counter_hit, counter_peek, counter_reset
+from paypilot.ratelimit import client_key, client_prefix, counter_hit, counter_peek, counter_reset
 from paypilot.services import audit_record, pii_hash
 
 LOCKED_ACCOUNT = "account_locked"  # too many failures for this user name

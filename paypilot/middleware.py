@@ -13,11 +13,10 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from paypilot.api import error_body
-from paypilot.auth import client_prefix
 from paypilot.db import connection_drop_after_failure
 from paypilot.jsonlimits import REASON_BODY_TOO_LARGE
 from paypilot.metrics import LATENCY, REQUESTS
-from paypilot.ratelimit import client_address, client_key, counter_hit
+from paypilot.ratelimit import client_address, client_key, client_prefix, counter_hit
 from paypilot.refusals import refusal_scope_enter, refusal_scope_exit, refusal_stamp
 
 access_log = logging.getLogger("paypilot.access")

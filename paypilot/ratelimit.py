@@ -155,6 +155,16 @@ def _trusted(address: str, networks: tuple[Network, ...]) -> bool:
     return any(ip in network for network in networks)
 
 
+def client_prefix(remote_addr: str | None) -> str:
+    """The client's /24 (IPv4) or /48 (IPv6) network: enough to spot abuse, not a person."""
+    try:
+        ip = ipaddress.ip_address(remote_addr or "")
+    except ValueError:
+        return "unknown"
+    bits = 24 if ip.version == 4 else 48
+    return str(ipaddress.ip_network(f"{ip}/{bits}", strict=False))
+
+
 def client_address(request: Any) -> str:
     """The address a request came from: REMOTE_ADDR, unless that is a trusted proxy
     (PAYPILOT_TRUSTED_PROXIES); then the right-most X-Forwarded-For entry that is not a

@@ -31,6 +31,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 
 from paypilot.models import ApiToken, AuditEvent
+from paypilot.ratelimit import client_address, client_prefix
 from paypilot.services import audit_record
 from paypilot.tenancy import tenant_context
 
@@ -100,9 +101,6 @@ def _json_body(response: HttpResponse) -> dict[str, Any] | None:
 
 
 def _stamp(request: HttpRequest, response: HttpResponse) -> None:
-    from paypilot.auth import client_prefix  # paypilot.auth imports this module
-    from paypilot.ratelimit import client_address
-
     refusal_id = refusal_id_for(request)
     response[REFUSAL_HEADER] = refusal_id
     body = _json_body(response)

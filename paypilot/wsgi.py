@@ -1,3 +1,5 @@
+"""The WSGI entry point: the Django application, with start-up objects frozen out of the GC."""
+
 import gc
 import os
 

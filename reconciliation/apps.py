@@ -1,3 +1,5 @@
+"""The reconciliation app's configuration: the demo sample, the dispute sink and the MCP server."""
+
 from typing import Any
 
 from django.apps import AppConfig

@@ -41,8 +41,8 @@ from integrations.domain import (
     RetriesExhausted,
     SubscriptionCancelled,
 )
-from integrations.providers import Credentials, Envelope, PayloadInvalid, VerificationFailed, load_json
-from integrations.providers.stripe import DECLINE_CODES
+from integrations.providers.base import Credentials, Envelope, PayloadInvalid, VerificationFailed, load_json
+from integrations.providers.stripe_codes import DECLINE_CODES
 
 NAME = "chargebee"
 HEADERS = ("User-Agent",)

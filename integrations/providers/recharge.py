@@ -44,7 +44,7 @@ from integrations.domain import (
     PaymentSucceeded,
     SubscriptionCancelled,
 )
-from integrations.providers import Credentials, Envelope, PayloadInvalid, VerificationFailed, load_json
+from integrations.providers.base import Credentials, Envelope, PayloadInvalid, VerificationFailed, load_json
 from ledger.money import to_minor
 
 NAME = "recharge"

@@ -16,12 +16,12 @@ from dunning.services import DraftRequest
 from integrations import handoff
 from integrations.domain import PaymentFailed
 from integrations.models import ProviderCredential, WebhookEvent
-from integrations.services.processing import (
+from integrations.services.event_handlers import (
     OUTCOME_CLOSED_BEFORE_RESUME,
     OUTCOME_DRAFTED_ON_RESUME,
     OUTCOME_TENANT_INACTIVE,
-    _translate,
 )
+from integrations.services.processing import _translate
 from ledger.models import Invoice
 from paypilot.models import Tenant
 from paypilot.services import audit_record

@@ -16,8 +16,8 @@ from ledger.report import (
     INTERVAL_METHOD,
     HoldoutInfo,
     report_compute,
-    report_csv,
 )
+from ledger.report_export import report_csv
 from ledger.rollup import rollup_cells_recompute
 from ledger.stats import newcombe_interval
 

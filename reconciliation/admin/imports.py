@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -25,6 +24,7 @@ from paypilot.admin_tenancy import (
 )
 from paypilot.models import Tenant
 from paypilot.money import currency_normalise, percent_to_micro, to_minor
+from reconciliation.admin.uploads import TenantUploadForm, actor_of, upload_context, upload_read, upload_tenant
 from reconciliation.formats import FileRefused, decode
 from reconciliation.layouts import layout_suggest
 from reconciliation.models import ContractVersion, ImportFile, Kind, Layout
@@ -36,13 +36,7 @@ from reconciliation.services.imports import file_import, layout_save
 PENDING_DIR = Path(tempfile.gettempdir()) / "paypilot-recon-pending"
 
 
-def _actor(request: HttpRequest) -> str:
-    return f"user:{request.user.pk}"
-
-
-class UploadForm(forms.Form):
-    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), required=False,
-                                    help_text="platform admins only: the tenant the file belongs to")
+class UploadForm(TenantUploadForm):
     kind = forms.ChoiceField(choices=Kind.choices)
     file = forms.FileField()
 
@@ -67,37 +61,22 @@ class ImportFileAdmin(TenantScopedReadOnlyAdmin):
                 *super().get_urls()]
 
     def _tenant(self, request: HttpRequest, chosen: Tenant | None) -> Tenant:
-        if admin_is_platform(request.user):
-            if chosen is None:
-                raise FileRefused("tenant_required", "choose the tenant the file belongs to")
-            return chosen
-        tenant = admin_tenant_for(request.user)
-        if tenant is None:
-            raise PermissionDenied
-        return tenant
+        return upload_tenant(request, chosen, belongs=UploadForm.belongs, refused=FileRefused)
 
     def upload_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
-        form = UploadForm(request.POST or None, request.FILES or None)
-        platform = admin_is_platform(request.user)
-        tenant_field: Any = form.fields["tenant"]
-        tenant_field.queryset = Tenant.objects.all() if platform else Tenant.objects.none()
-        context: dict[str, Any] = {**self.admin_site.each_context(request), "opts": self.model._meta,
-                                   "title": "Upload an export", "form": form,
-                                   "limit": settings.PAYPILOT_RECON_MAX_FILE_BYTES}
+        form = UploadForm(request)
+        context = upload_context(self, request, title="Upload an export", form=form)
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             kind = form.cleaned_data["kind"]
             try:
                 tenant = self._tenant(request, form.cleaned_data.get("tenant"))
-                if upload.size > settings.PAYPILOT_RECON_MAX_FILE_BYTES:
-                    raise FileRefused("file_too_large", f"the file has {upload.size} bytes; the limit is "
-                                      f"{settings.PAYPILOT_RECON_MAX_FILE_BYTES}")
-                data = upload.read()
+                data = upload_read(upload, noun="file", refused=FileRefused)
                 try:
                     batch = file_import(tenant=tenant, kind=kind, filename=upload.name, data=data,
-                                        actor=_actor(request))
+                                        actor=actor_of(request))
                 except FileRefused as exc:
                     if exc.reason != "unknown_layout":
                         raise
@@ -142,9 +121,9 @@ class ImportFileAdmin(TenantScopedReadOnlyAdmin):
             if not isinstance(mapping, dict):
                 raise FileRefused("bad_mapping", "the mapping must be a JSON object")
             kind = request.POST.get("kind", "")
-            layout_save(tenant=tenant, kind=kind, mapping=mapping, sample=data, actor=_actor(request))
+            layout_save(tenant=tenant, kind=kind, mapping=mapping, sample=data, actor=actor_of(request))
             batch = file_import(tenant=tenant, kind=kind, filename=request.POST.get("name", "upload")[:255],
-                                data=data, actor=_actor(request))
+                                data=data, actor=actor_of(request))
             pending.unlink(missing_ok=True)
         except FileRefused as exc:
             self.message_user(request, f"Refused ({exc.reason}): {exc.message}"
@@ -218,7 +197,7 @@ class ContractVersionAdmin(TenantScopedAdminMixin, admin.ModelAdmin):  # type: i
                 percent=data["percent"], fixed=data["fixed"], chargeback_fee=data["chargeback_fee"],
                 payout_delay_days=data["payout_delay_days"],
                 international_surcharge=data.get("international_surcharge_percent"),
-                rolling_reserve=data.get("rolling_reserve_percent"), actor=_actor(request),
+                rolling_reserve=data.get("rolling_reserve_percent"), actor=actor_of(request),
             )
         except ContractRefused as exc:
             raise forms.ValidationError(str(exc)) from exc

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
@@ -15,8 +14,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
-from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin, admin_is_platform, admin_tenant_for
-from paypilot.models import Tenant
+from paypilot.admin_tenancy import TenantScopedReadOnlyAdmin
+from reconciliation.admin.uploads import TenantUploadForm, actor_of, upload_context, upload_read, upload_tenant
 from reconciliation.extraction import TERMS
 from reconciliation.models import ContractProposal
 from reconciliation.services.contracts import ContractRefused
@@ -26,13 +25,8 @@ CONFIRM_PERMISSION = "reconciliation.confirm_contractproposal"
 ADD_PERMISSION = "reconciliation.add_contractproposal"
 
 
-def _actor(request: HttpRequest) -> str:
-    return f"user:{request.user.pk}"
-
-
-class DocumentForm(forms.Form):
-    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), required=False,
-                                    help_text="platform admins only: the tenant the terms belong to")
+class DocumentForm(TenantUploadForm):
+    belongs = "the terms belong to"
     document = forms.FileField(help_text="the provider's pricing schedule: text, Markdown, HTML or a text PDF")
 
 
@@ -62,34 +56,19 @@ class ContractProposalAdmin(TenantScopedReadOnlyAdmin):
             *super().get_urls(),
         ]
 
-    def _tenant(self, request: HttpRequest, chosen: Tenant | None) -> Tenant:
-        if admin_is_platform(request.user):
-            if chosen is None:
-                raise ContractRefused("tenant_required", "choose the tenant the terms belong to")
-            return chosen
-        tenant = admin_tenant_for(request.user)
-        if tenant is None:
-            raise PermissionDenied
-        return tenant
-
     def upload_view(self, request: HttpRequest) -> HttpResponse:
         if not request.user.has_perm(ADD_PERMISSION):
             raise PermissionDenied
-        form = DocumentForm(request.POST or None, request.FILES or None)
-        tenant_field: Any = form.fields["tenant"]
-        tenant_field.queryset = Tenant.objects.all() if admin_is_platform(request.user) else Tenant.objects.none()
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta,
-                   "title": "Read fee terms from a pricing document", "form": form,
-                   "limit": settings.PAYPILOT_RECON_MAX_FILE_BYTES}
+        form = DocumentForm(request)
+        context = upload_context(self, request, title="Read fee terms from a pricing document", form=form)
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["document"]
             try:
-                tenant = self._tenant(request, form.cleaned_data.get("tenant"))
-                if upload.size > settings.PAYPILOT_RECON_MAX_FILE_BYTES:
-                    raise ContractRefused("file_too_large", f"the document has {upload.size} bytes; the limit is "
-                                          f"{settings.PAYPILOT_RECON_MAX_FILE_BYTES}")
-                proposal = contract_proposal_create(tenant=tenant, document=upload.read(), filename=upload.name,
-                                                    actor=_actor(request))
+                tenant = upload_tenant(request, form.cleaned_data.get("tenant"), belongs=DocumentForm.belongs,
+                                       refused=ContractRefused)
+                document = upload_read(upload, noun="document", refused=ContractRefused)
+                proposal = contract_proposal_create(tenant=tenant, document=document, filename=upload.name,
+                                                    actor=actor_of(request))
             except ContractRefused as exc:
                 form.add_error(None, f"Refused ({exc.reason}): {exc}")
                 return TemplateResponse(request, "admin/reconciliation/contractproposal/upload.html", context)
@@ -122,7 +101,7 @@ class ContractProposalAdmin(TenantScopedReadOnlyAdmin):
         try:
             version = contract_proposal_confirm(tenant=proposal.tenant, proposal_id=proposal.pk,
                                                 effective_from=form.cleaned_data["effective_from"],
-                                                actor=_actor(request))
+                                                actor=actor_of(request))
         except ContractRefused as exc:
             self.message_user(request, f"Refused ({exc.reason}): {exc}", messages.ERROR)
             return back

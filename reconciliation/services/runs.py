@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from paypilot.models import Tenant
-from paypilot.services import audit_record
+from paypilot.services import audit_record, pii_hash
 from paypilot.tenancy import tenant_context
 from reconciliation import engine
 from reconciliation.engine import BreakItem
@@ -169,8 +169,6 @@ def break_assign(*, brk: Break, user: Any, actor: str) -> None:
 def break_resolve(*, brk: Break, note: str, actor: str) -> bool:
     """Resolve with a note (required). Imported rows are never touched. False when it was
     already resolved (a repeated click)."""
-    from paypilot.services import pii_hash
-
     if not note.strip():
         raise ValueError("a resolution needs a note")
     with tenant_context(brk.tenant_id), transaction.atomic():
