@@ -6,12 +6,21 @@ from django.apps import AppConfig
 
 
 def _demo_sample(sender: Any, stdout: Any, **kwargs: Any) -> None:
-    """demo_setup: load the fictional sample workspace into its own `sample` tenant."""
-    from reconciliation.services.sample import SAMPLE_TENANT, sample_load
+    """demo_setup: load the fictional sample workspace into its own `sample` tenant, and the
+    sample's export files into the demo tenant, so its home page and review have a run."""
+    from django.conf import settings
+
+    from paypilot.models import Tenant
+    from reconciliation.services.sample import SAMPLE_TENANT, exports_load, sample_load
 
     tenant, run = sample_load(actor="demo_setup")
     stdout.write(f"reconciliation sample loaded into tenant {tenant.slug} (review as of {run.as_of}, "
                  f"{run.breaks_count} breaks); try: manage.py recon_run --tenant {SAMPLE_TENANT} --as-of {run.as_of}")
+    demo = Tenant.objects.filter(slug=settings.PAYPILOT_DEMO_TENANT).first()
+    if demo is not None:
+        run = exports_load(tenant=demo, actor="demo_setup")
+        stdout.write(f"reconciliation of the sample exports for tenant {demo.slug}: review as of {run.as_of}, "
+                     f"{run.breaks_count} breaks")
 
 
 def _stdio_tenant_server(*, tenant: Any, role: str) -> Any:

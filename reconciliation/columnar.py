@@ -391,11 +391,15 @@ def _layout(header: list[str], body: pl.DataFrame, kind: str, spec: LayoutSpec) 
             "payout_id": text("payout_id"), "payout_date": _day(payout), "payout_day": _day(payout),
         }
     if kind == "bank":
+        if "original_amount" in raw:
+            raise _Decline  # FX columns (a few lines of a bank export): the row reader checks each
         booking = _day(when("booking_date"))
         return {
             "line": line, "booking_date": booking, "booking_day": booking, "value_date": _day(when("value_date")),
             "amount_minor": amount_minor, "currency": currency, "reference": text("reference"),
             "remittance": text("remittance"), "bank_reference": text("bank_reference"),
+            "original_amount_minor": pl.Series([None] * n, dtype=pl.Int64),
+            "original_currency": pl.Series([""] * n, dtype=pl.String), "fx_rate": pl.Series([""] * n, dtype=pl.String),
         }
     return {
         "line": line, "dispute_id": text("dispute_id"), "charge_id": text("charge_id"), "amount_minor": amount_minor,

@@ -74,6 +74,13 @@ SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
                        "concepto", "descripción"),
         "bank_reference": ("bank_reference", "bank reference", "transaction id", "bankreferenz",
                            "référence bancaire", "referencia bancaria"),
+        # A credit converted from another currency (issue 31): what was sent, in what, at what rate.
+        "original_amount": ("original_amount", "original amount", "instructed amount", "originalbetrag",
+                            "montant d'origine", "importe original"),
+        "original_currency": ("original_currency", "original currency", "instructed currency", "originalwährung",
+                              "devise d'origine", "moneda original"),
+        "exchange_rate": ("exchange_rate", "exchange rate", "fx rate", "kurs", "wechselkurs", "taux de change",
+                          "tipo de cambio"),
     },
     "disputes": {
         "dispute_id": ("dispute_id", "dispute id", "id", "case id", "chargeback id", "fall-id", "id du litige",

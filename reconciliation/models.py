@@ -29,6 +29,11 @@ class FileFormat(models.TextChoices):
     STRIPE_REPORT = "stripe_report"  # Stripe itemized balance / payout reconciliation report
     CAMT053 = "camt053"  # ISO 20022 camt.053 bank-to-customer statement
     MT940 = "mt940"  # SWIFT MT940 customer statement (through the mt-940 library)
+    CAMT054 = "camt054"  # ISO 20022 camt.054 bank-to-customer debit/credit notification
+    BAI2 = "bai2"  # BAI2 cash-management balance report (US banks)
+    ADYEN_SETTLEMENT = "adyen_settlement"  # Adyen settlement details report
+    PAYPAL_STL = "paypal_stl"  # PayPal settlement report (STL)
+    BRAINTREE_FEES = "braintree_fees"  # Braintree transaction level fee report
     LAYOUT = "layout"  # any other CSV, through a confirmed layout
     SAMPLE = "sample"  # the shipped sample workspace (canonical JSON)
 
@@ -166,6 +171,12 @@ class BankRow(models.Model):
     reference = IdentifierCharField(max_length=255, blank=True)
     remittance = IdentifierTextField(blank=True)
     bank_reference = IdentifierCharField(max_length=128, blank=True)
+    # A credit converted from another currency (a foreign payout): the amount instructed in
+    # that currency and the rate the statement states from it into `currency` (exact decimal
+    # text; "" when none). Blank on a line booked as it was sent.
+    original_amount_minor = models.BigIntegerField(null=True, blank=True)
+    original_currency = models.CharField(max_length=3, blank=True, db_default="")
+    fx_rate = models.CharField(max_length=32, blank=True, db_default="")
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "currency", "amount_minor"])]
@@ -240,6 +251,9 @@ class ContractVersion(models.Model):
     # Stored, not applied: exports rarely say where a card was issued.
     international_surcharge_percent = models.DecimalField(max_digits=8, decimal_places=4, null=True, blank=True)
     rolling_reserve_percent = models.DecimalField(max_digits=8, decimal_places=4, null=True, blank=True)
+    # How far (per cent) a foreign payout's booked amount may fall from its instructed amount
+    # at the statement's rate before it is a break; empty: DEFAULT_FX_MARGIN_PERCENT (runs).
+    fx_margin_percent = models.DecimalField(max_digits=8, decimal_places=4, null=True, blank=True)
     quotes = models.JSONField(default=dict, blank=True)  # field -> verbatim clause it was read from
     actor = models.CharField(max_length=100)
     created_at = models.DateTimeField(auto_now_add=True)

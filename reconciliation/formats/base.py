@@ -25,6 +25,8 @@ REASON_XML_FORBIDDEN = "xml_forbidden"
 REASON_XML_INVALID = "xml_invalid"
 REASON_WRONG_COLUMNS = "wrong_number_of_columns"
 REASON_MISSING_COLUMN = "missing_column"
+REASON_MIXED_CURRENCIES = "mixed_currencies"  # one row, account or merchant account in two currencies
+REASON_COUNT_MISMATCH = "count_mismatch"  # a trailer's count or control total disagrees with the file
 
 EPOCH = date(1970, 1, 1)
 
@@ -35,7 +37,9 @@ CANONICAL: dict[str, tuple[str, ...]] = {
         "transaction_id", "created_at", "type", "amount", "fee", "net", "currency", "charge_id",
         "order_reference", "payout_id", "payout_date",
     ),
-    "bank": ("booking_date", "value_date", "amount", "currency", "reference", "remittance", "bank_reference"),
+    "bank": ("booking_date", "value_date", "amount", "currency", "reference", "remittance", "bank_reference",
+             # a credit converted from another currency: what was sent, in what, at what rate
+             "original_amount", "original_currency", "exchange_rate"),
     "disputes": (
         "dispute_id", "charge_id", "amount", "currency", "reason", "status", "evidence_due_by", "created_at",
     ),

@@ -80,43 +80,66 @@ def _camt_events(data: bytes) -> Iterator[tuple[str, Any]]:
     return ElementTree.iterparse(source, events=("start", "end"))
 
 
+# message -> (namespace pattern, the element whose <Ntry> children are entries, file format,
+# what the refusal calls it). The entry (ReportEntry) is the same in both messages.
+MESSAGES: dict[str, tuple[re.Pattern[str], str, str, str]] = {
+    "camt053": (CAMT053_NS, "Stmt", "camt053", "camt.053.001.02 (or later) statement"),
+    "camt054": (re.compile(r"^urn:iso:std:iso:20022:tech:xsd:camt\.054\.001\.(\d{2})$"), "Ntfctn", "camt054",
+                "camt.054.001.02 (or later) debit/credit notification"),
+}
+
+
 def parse_camt053(data: bytes) -> Parsed:
     """Entries (<Ntry>) of every statement: signed amount, currency, booking and value date,
     account servicer reference, end-to-end id and the unstructured remittance text."""
-    out = Parsed(kind="bank", file_format="camt053")
+    return parse_camt(data, "camt053")
+
+
+def parse_camt(data: bytes, message: str) -> Parsed:
+    """Entries of every statement (camt.053) or notification (camt.054), and of an entry
+    converted from another currency its instructed amount and rate (`camt_fx`)."""
+    from reconciliation.formats.camt_fx import entry_fx  # the FX reader builds on this module
+
+    pattern, container, file_format, label = MESSAGES[message]
+    out = Parsed(kind="bank", file_format=file_format)
     rows: list[dict[str, Any]] = []
     out.rows = rows
-    namespace = statement_tag = entry_tag = ""
+    namespace = statement_tag = entry_tag = currency_tag = account_ccy = ""
     tags: dict[str, tuple[str, ...]] = {}
-    depth, statement_depth = 0, -1  # an entry counts as a direct child of a <Stmt>
+    depth, statement_depth = 0, -1  # an entry counts as a direct child of a <Stmt> / <Ntfctn>
     try:
         for event, element in _camt_events(data):
             if event == "start":
                 if depth == 0:
                     namespace = element.tag[1:].split("}", 1)[0] if element.tag.startswith("{") else ""
-                    match = CAMT053_NS.match(namespace)
+                    match = pattern.match(namespace)
                     if not match or int(match.group(1)) < 2:
-                        raise FileRefused(REASON_XML_INVALID, "not a camt.053.001.02 (or later) statement")
+                        raise FileRefused(REASON_XML_INVALID, f"not a {label}")
                     # Every element of the statement is in the document's namespace (the
                     # schemas qualify their elements).
                     tags = _camt_tags(namespace)
-                    statement_tag, entry_tag = tags["statement"][0], tags["entry"][0]
+                    statement_tag, entry_tag = f"{{{namespace}}}{container}", tags["entry"][0]
+                    currency_tag = f"{{{namespace}}}Ccy"
                 elif element.tag == statement_tag and statement_depth < 0:
-                    statement_depth = depth
+                    statement_depth, account_ccy = depth, ""
                 depth += 1
                 continue
             depth -= 1
             if element.tag == statement_tag and depth == statement_depth:
                 statement_depth = -1
             elif element.tag == entry_tag and statement_depth >= 0 and depth == statement_depth + 1:
-                rows.append(_camt_entry(element, len(rows) + 1, tags))
+                row = _camt_entry(element, len(rows) + 1, tags)
+                row.update(entry_fx(element, namespace, row, account_ccy))
+                rows.append(row)
                 element.clear()
+            elif element.tag == currency_tag and statement_depth >= 0 and depth == statement_depth + 2:
+                account_ccy = (element.text or "").strip().upper()  # <Acct><Ccy>: the account's currency
     except DefusedXmlException as exc:
         raise FileRefused(REASON_XML_FORBIDDEN, "the XML declares a DTD or entities; refused unread") from exc
     except ElementTree.ParseError as exc:
         raise FileRefused(REASON_XML_INVALID, f"not well-formed XML: {exc}") from exc
     if not namespace:
-        raise FileRefused(REASON_XML_INVALID, "not a camt.053.001.02 (or later) statement")
+        raise FileRefused(REASON_XML_INVALID, f"not a {label}")
     return out
 
 

@@ -25,6 +25,9 @@ _THOUSANDS = re.compile(r"[\s'\u00a0\u202f]")
 
 
 _PLAIN = re.compile(r"-?[0-9]{1,15}")
+_MINOR = re.compile(r"[+-]?[0-9]{1,40}")
+# The amount columns are 64-bit: a larger amount is refused with its line, never wrapped.
+INT64_MAX = 2**63 - 1
 
 
 @functools.lru_cache(maxsize=256)
@@ -89,7 +92,21 @@ def amount_to_minor(text: str, currency: str, *, decimal_separator: str = ".") -
     if scaled != scaled.to_integral_value():
         raise ValueError("more decimals than the currency has")
     minor = int(scaled)
+    if abs(minor) > INT64_MAX:
+        raise ValueError("the amount is beyond a 64-bit integer")
     return -minor if negative else minor
+
+
+def minor_int(text: str, sign: int = 1) -> int:
+    """An amount already in minor units ("4200", "-15", as PayPal and BAI2 write them), times
+    `sign`; ValueError on anything else and on a value no 64-bit column holds."""
+    value = text.strip()
+    if not _MINOR.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not a whole number of minor units")
+    number = int(value) * sign
+    if abs(number) > INT64_MAX:
+        raise ValueError("the amount is beyond a 64-bit integer")
+    return number
 
 
 def day_number(value: date) -> int:

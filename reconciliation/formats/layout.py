@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from reconciliation.formats.base import (
@@ -87,7 +88,7 @@ def canonical_row(*, kind: str, raw: dict[str, Any], spec: LayoutSpec, line: int
         raise FileRefused(REASON_BAD_CURRENCY, str(exc), line=line, column=header_of["currency"]) from exc
     row: dict[str, Any] = {"line": line, "currency": currency}
     for name, text in raw.items():
-        if name == "currency":
+        if name in ("currency", *FX_FIELDS):
             continue
         if name in AMOUNT_FIELDS:
             parts = text if isinstance(text, list) else [(1, text)]
@@ -109,6 +110,8 @@ def canonical_row(*, kind: str, raw: dict[str, Any], spec: LayoutSpec, line: int
             row[name] = when if name in ("ordered_at", "created_at") else when.date()
         else:
             row[name] = text
+    if kind == "bank" and raw.get("original_amount"):
+        row.update(_fx_cells(raw, row, spec, header_of, line))
     if kind == "provider":
         given = row.get("type", "")
         explicit = {k.strip().lower(): v for k, v in spec.values.get("type", {}).items()}
@@ -121,3 +124,35 @@ def canonical_row(*, kind: str, raw: dict[str, Any], spec: LayoutSpec, line: int
         row.setdefault("fee_minor", 0)
         row.setdefault("net_minor", row["amount_minor"] - row["fee_minor"])
     return row
+
+
+FX_FIELDS = ("original_amount", "original_currency", "exchange_rate")
+
+
+def _fx_cells(raw: dict[str, Any], row: dict[str, Any], spec: LayoutSpec, header_of: dict[str, str],
+              line: int) -> dict[str, Any]:
+    """A bank line's FX columns (the amount sent, its currency, the rate into the booked
+    currency) as the import stores them; nothing when the line was booked as it was sent."""
+    column = header_of.get("original_currency", "original_currency")
+    try:
+        currency = currency_normalise(raw.get("original_currency") or "")
+    except ValueError as exc:
+        raise FileRefused(REASON_BAD_CURRENCY, f"original_currency: {exc}", line=line, column=column) from exc
+    if currency == row["currency"]:
+        return {}
+    column = header_of["original_amount"]
+    try:
+        minor = abs(amount_to_minor(raw["original_amount"], currency, decimal_separator=spec.decimal_separator))
+        column = header_of.get("exchange_rate", "exchange_rate")
+        rate_text = (raw.get("exchange_rate") or "").strip()
+        if spec.decimal_separator == ",":
+            rate_text = rate_text.replace(".", "").replace(",", ".")
+        rate = Decimal(rate_text) if rate_text else None
+    except (ValueError, ArithmeticError) as exc:
+        raise FileRefused(REASON_BAD_AMOUNT, f"{exc}", line=line, column=column) from exc
+    if rate is not None and (not rate.is_finite() or rate <= 0 or len(rate_text) > 24):
+        raise FileRefused(REASON_BAD_AMOUNT, f"exchange rate {rate_text[:24]!r} is not a positive rate", line=line,
+                          column=column)
+    # The sent amount takes the booked line's sign (exports often write it unsigned).
+    return {"original_amount_minor": minor if row["amount_minor"] >= 0 else -minor, "original_currency": currency,
+            "fx_rate": "" if rate is None else format(rate, "f")}

@@ -29,7 +29,8 @@ class ContractRefused(ValueError):
 def contract_add(
     *, tenant: Tenant, currency: str, effective_from: date, percent: str | Decimal, fixed: str | Decimal,
     chargeback_fee: str | Decimal, payout_delay_days: int, international_surcharge: str | Decimal | None = None,
-    rolling_reserve: str | Decimal | None = None, quotes: dict[str, str] | None = None, actor: str,
+    rolling_reserve: str | Decimal | None = None, quotes: dict[str, str] | None = None,
+    fx_margin: str | Decimal | None = None, actor: str,
     payout_delay_unit: str = "days", payout_calendar: str = "", rolling_reserve_days: int | None = None,
 ) -> ContractVersion:
     """Add the next version of `currency`'s terms (amounts in major units). Audited.
@@ -51,6 +52,7 @@ def contract_add(
         raise ContractRefused("bad_contract_value", "fees, the payout delay and the holding period cannot be negative")
     if payout_delay_unit not in DELAY_UNITS:
         raise ContractRefused("bad_contract_value", f"the payout delay is counted in {' or '.join(DELAY_UNITS)}")
+    margin = _fx_margin(fx_margin)
     with tenant_context(tenant), transaction.atomic():
         # The unique (tenant, currency, version) constraint refuses a concurrent duplicate.
         latest = (ContractVersion.objects.filter(tenant=tenant, currency=code)
@@ -63,8 +65,21 @@ def contract_add(
             rolling_reserve_percent=Decimal(str(rolling_reserve)) if rolling_reserve is not None else None,
             payout_delay_unit=payout_delay_unit, payout_calendar=payout_calendar if payout_delay_unit != "days" else "",
             rolling_reserve_days=rolling_reserve_days,
-            quotes=quotes or {}, actor=actor,
+            fx_margin_percent=margin, quotes=quotes or {}, actor=actor,
         )
         audit_record(event="reconciliation.contract.added", tenant=tenant, actor=actor,
                      detail={"currency": code, "version": version.version})
     return version
+
+
+def _fx_margin(value: str | Decimal | None) -> Decimal | None:
+    """The FX margin in per cent (0 to MAX_PERCENT), or None for the documented default."""
+    if value is None or str(value).strip() == "":
+        return None
+    try:
+        margin = Decimal(str(value).strip().rstrip("%"))
+    except ArithmeticError as exc:
+        raise ContractRefused("bad_contract_value", f"FX margin {value!r} is not a number") from exc
+    if not margin.is_finite() or not 0 <= margin <= MAX_PERCENT:
+        raise ContractRefused("percent_out_of_range", f"an FX margin of {value}% is outside 0% to {MAX_PERCENT}%")
+    return margin

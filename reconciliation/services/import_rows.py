@@ -25,7 +25,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
                     "amount_minor", "fee_minor", "net_minor", "currency", "charge_id", "order_reference",
                     "payout_id", "payout_date", "payout_day"),
     Kind.BANK: ("tenant_id", "file_id", "line", "booking_date", "booking_day", "value_date", "amount_minor",
-                "currency", "reference", "remittance", "bank_reference"),
+                "currency", "reference", "remittance", "bank_reference", "original_amount_minor", "original_currency",
+                "fx_rate"),
     Kind.DISPUTES: ("tenant_id", "file_id", "line", "dispute_id", "charge_id", "amount_minor", "currency",
                     "reason", "status", "evidence_due_by", "created_at"),
 }
@@ -76,6 +77,7 @@ def row_values(kind: str, tenant_id: int, file_id: int, rows: Iterable[dict[str,
             yield base + (
                 r["booking_date"], _day(r["booking_date"]), r.get("value_date"), r["amount_minor"], r["currency"],
                 _text(r, "reference", limits), r.get("remittance") or "", _text(r, "bank_reference", limits),
+                r.get("original_amount_minor"), r.get("original_currency") or "", r.get("fx_rate") or "",
             )
         else:
             yield base + (

@@ -38,9 +38,16 @@ def payouts_build(tenant_id: int, as_of_day: int) -> None:
     execute("CREATE INDEX rt_payout_id ON rt_payout (payout_id)")
     # The same statement line in two overlapping statements (same bank reference, day and
     # amount) counts once; lines without a bank reference are all kept.
+    # A credit converted from another currency matches its payout on the amount instructed
+    # in that currency (`amount_minor`, `currency` here); what was booked stays beside it
+    # for the FX check (run_fx).
     execute("""CREATE TEMP TABLE rt_bank AS
-        SELECT id, booking_day, amount_minor, currency, reference, remittance, bank_reference FROM (
-          SELECT b.*, ROW_NUMBER() OVER (
+        SELECT id, booking_day,
+               CASE WHEN fx THEN original_amount_minor ELSE amount_minor END AS amount_minor,
+               CASE WHEN fx THEN original_currency ELSE currency END AS currency,
+               amount_minor AS booked_minor, currency AS booked_currency, fx_rate,
+               reference, remittance, bank_reference FROM (
+          SELECT b.*, (b.original_currency <> '' AND b.original_amount_minor IS NOT NULL) AS fx, ROW_NUMBER() OVER (
                    PARTITION BY CASE WHEN b.bank_reference <> '' THEN b.bank_reference ELSE CAST(b.id AS TEXT) END,
                                 b.booking_day, b.amount_minor, b.currency
                    ORDER BY b.id DESC) AS rn

@@ -30,6 +30,7 @@ from reconciliation.engine import BreakItem
 from reconciliation.formats import day_number
 from reconciliation.models import Break, ContractVersion, DisputeRow, ImportFile, Run
 from reconciliation.services.run_disputes import disputes_due
+from reconciliation.services.run_fx import fx_check
 from reconciliation.services.run_orders import captures_build, fees_check, orders_match
 from reconciliation.services.run_payouts import payouts_build, payouts_match
 from reconciliation.services.run_sql import execute, temps_drop
@@ -46,6 +47,8 @@ def input_digest(*, tenant: Tenant, as_of: date) -> str:
     contracts = sorted(
         (c.currency, c.version, c.effective_from.isoformat(), c.percent_micro, c.fixed_minor,
          c.chargeback_fee_minor, c.payout_delay_days)
+        # The FX margin only when stated, so versions without one keep their digests.
+        + (() if c.fx_margin_percent is None else (str(c.fx_margin_percent),))
         for c in ContractVersion.objects.filter(tenant=tenant)
     )
     payload = {"engine": engine.ENGINE_VERSION, "as_of": as_of.isoformat(), "files": files,
@@ -63,7 +66,8 @@ def run_compute(*, tenant: Tenant, as_of: date, progress: Progress | None = None
     inside `tenant_context(tenant)`."""
     step = progress or (lambda _label: None)
     as_of_day = day_number(as_of)
-    labels = {c.pk: c.label for c in ContractVersion.objects.filter(tenant=tenant)}
+    versions = list(ContractVersion.objects.filter(tenant=tenant))
+    labels = {c.pk: c.label for c in versions}
     if connection.vendor == "postgresql" and connection.in_atomic_block:
         # Each step sorts or hashes up to a million rows; at the default 4 MB every one
         # spills to disk. Transaction-local, so it ends with the run.
@@ -79,6 +83,7 @@ def run_compute(*, tenant: Tenant, as_of: date, progress: Progress | None = None
         step("payouts and bank")
         payouts_build(tenant.pk, as_of_day)
         in_transit = payouts_match(breaks, as_of_day)
+        fx_check(breaks, versions)
         breaks.sort(key=BreakItem.sort_key)
         step("disputes")
         disputes = disputes_due(tenant.pk, as_of_day, breaks)

@@ -126,3 +126,41 @@ def test_another_tenants_staff_sees_nothing(tenant, other_tenant, run) -> None:
     assert list(client.get("/admin/reconciliation/break/").context["cl"].result_list) == []
     brk.refresh_from_db()
     assert brk.assignee is None
+
+
+@pytest.mark.parametrize(("name", "kind", "file_format", "rows"), [
+    ("adyen_settlement_details.csv", "provider", "adyen_settlement", 5),
+    ("paypal_settlement_STL.csv", "provider", "paypal_stl", 3),
+    ("braintree_transaction_level_fees.csv", "provider", "braintree_fees", 4),
+    ("bank_notification.camt054.xml", "bank", "camt054", 2),
+    ("bank_statement.bai2", "bank", "bai2", 2),
+])
+def test_upload_every_other_recognised_format_in_one_step(tenant, name, kind, file_format, rows) -> None:
+    data = (EXPORTS / "formats" / name).read_bytes()
+    page = staff(tenant).post("/admin/reconciliation/importfile/upload/",
+                              {"kind": kind, "file": SimpleUploadedFile(name, data)})
+    assert page.status_code == 302
+    imported = ImportFile.objects.get(tenant=tenant)
+    assert (imported.file_format, imported.rows) == (file_format, rows)
+
+
+def test_upload_a_bank_csv_through_its_confirmed_layout_and_hostile_files_refused_with_the_line(tenant) -> None:
+    import json
+
+    from reconciliation.services.imports import layout_save
+
+    data = (EXPORTS / "formats" / "bank_export.csv").read_bytes()
+    mapping = json.loads((EXPORTS / "formats" / "bank.mapping.json").read_text())
+    layout_save(tenant=tenant, kind="bank", mapping=mapping, sample=data, actor="test")
+    client = staff(tenant)
+    page = client.post("/admin/reconciliation/importfile/upload/",
+                       {"kind": "bank", "file": SimpleUploadedFile("bank.csv", data)})
+    assert page.status_code == 302 and ImportFile.objects.get(tenant=tenant).file_format == "layout"
+    bai2 = (EXPORTS / "formats" / "bank_statement.bai2").read_text().replace("49,2022932,5/", "49,2022933,5/")
+    page = client.post("/admin/reconciliation/importfile/upload/",
+                       {"kind": "bank", "file": SimpleUploadedFile("cut.bai2", bai2.encode())})
+    assert b"Refused (count_mismatch)" in page.content and b"line 7, column 49" in page.content
+    paypal = (EXPORTS / "formats" / "paypal_settlement_STL.csv").read_bytes()
+    page = client.post("/admin/reconciliation/importfile/upload/",
+                       {"kind": "bank", "file": SimpleUploadedFile("stl.csv", paypal)})
+    assert b"wrong_kind_for_format" in page.content and ImportFile.objects.count() == 1

@@ -42,8 +42,10 @@ READER = Reader(
 
 def test_every_module_that_defines_a_reader_is_registered_in_its_order() -> None:
     defining = sorted(p.stem for p in PACKAGE.glob("*.py") if "\nREADER = Reader(" in p.read_text())
-    assert defining == ["camt053", "stripe_report", "swift_mt940"]
-    assert [r.file_format for r in readers()] == ["camt053", "mt940", "stripe_report"]
+    assert defining == ["adyen_settlement", "bai2", "braintree_fees", "camt053", "camt054", "paypal_stl",
+                        "stripe_report", "swift_mt940"]
+    assert [r.file_format for r in readers()] == ["camt054", "camt053", "bai2", "paypal_stl", "mt940",
+                                                  "stripe_report", "adyen_settlement", "braintree_fees"]
 
 
 @pytest.fixture

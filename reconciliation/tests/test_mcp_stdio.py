@@ -18,6 +18,7 @@ from django.db import connection
 from mcp import Client
 from mcp_types import ElicitResult
 
+from reconciliation.services.sample import FORMAT_FILES
 from reconciliation.tests.mcp_helpers import MANAGE, stdio_params
 from reconciliation.tests.test_mcp_http import PLANTED, PRICING
 
@@ -70,7 +71,8 @@ def test_stdio_serves_the_tenants_review_and_refuses_writes_for_a_viewer(databas
         body = refused.structured_content
         assert body["error"] == "forbidden_role" and body["required_role"] == "tenant_admin"
         assert "viewer may only read" in body["detail"]
-    assert len(out["loaded"].structured_content["files"]) == 4  # nothing was imported
+    # The workspace's four kinds and one file of each other format (issue 31): nothing was imported.
+    assert len(out["loaded"].structured_content["files"]) == 4 + len(FORMAT_FILES)
 
 
 def test_stdio_tenant_admin_onboards_with_elicitation_and_paths(database_url: str, tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ def _version_json(v: ContractVersion) -> dict[str, Any]:
     return {"currency": v.currency, "version": v.version, "effective_from": v.effective_from.isoformat(),
             "percent": str(v.percent), "fixed_minor": v.fixed_minor, "chargeback_fee_minor": v.chargeback_fee_minor,
             "payout_delay_days": v.payout_delay_days, "payout_delay_unit": v.payout_delay_unit,
-            "payout_calendar": v.payout_calendar or None}
+            "payout_calendar": v.payout_calendar or None,
+            **({"fx_margin_percent": str(v.fx_margin_percent)} if v.fx_margin_percent is not None else {})}
 
 
 class Command(BaseCommand):
@@ -46,6 +47,8 @@ class Command(BaseCommand):
         add.add_argument("--payout-calendar", default="", help="whose banking days, e.g. US, TARGET, GB")
         add.add_argument("--international-surcharge", default=None, help="per cent; stored, not applied yet")
         add.add_argument("--rolling-reserve", default=None, help="per cent; stored, not applied yet")
+        add.add_argument("--fx-margin", default=None,
+                         help="per cent a foreign payout may lose to conversion before it is a break (default 1)")
         listing = sub.add_parser("list")
         listing.add_argument("--tenant", required=True)
         propose = sub.add_parser("propose", help="read the fee terms of a pricing document and check each one")
@@ -87,7 +90,7 @@ class Command(BaseCommand):
                 percent=options["percent"], fixed=options["fixed"], chargeback_fee=options["chargeback_fee"],
                 payout_delay_days=options["payout_delay_days"],
                 international_surcharge=options["international_surcharge"],
-                rolling_reserve=options["rolling_reserve"], actor=ACTOR,
+                rolling_reserve=options["rolling_reserve"], fx_margin=options["fx_margin"], actor=ACTOR,
                 payout_delay_unit=options["payout_delay_unit"], payout_calendar=options["payout_calendar"],
             )
         except ContractRefused as exc:
