@@ -41,7 +41,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from typing import Any, TextIO
+from io import TextIOBase
+from typing import IO, Any
 
 from django.db import connection, models
 
@@ -255,7 +256,7 @@ def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str |
 
 # --- export ---------------------------------------------------------------------------------
 
-def subject_export(*, subject: Subject, stream: TextIO, actor: str = "system") -> int:
+def subject_export(*, subject: Subject, stream: IO[str] | TextIOBase, actor: str = "system") -> int:
     """Write the subject's records to `stream` as one JSON document, a row per line, read a
     chunk of keys at a time (never the whole document in memory); the access is audited
     first. Returns the number of rows written."""
@@ -412,7 +413,8 @@ def _apply(model: type[models.Model], batch: list[tuple[Any, dict[str, Any]]]) -
     quote = connection.ops.quote_name
     table, pk_column = model._meta.db_table, model._meta.pk.column
     for columns, rows in by_columns.items():
-        fields = [model._meta.get_field(name) for name in columns]
+        # Concrete columns only: the changes name fields read by `values()`.
+        fields = [field for name in columns if isinstance(field := model._meta.get_field(name), models.Field)]
         assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
         sql = f"UPDATE {quote(table)} SET {assignments} WHERE {quote(pk_column)} = %s"
         params = [

@@ -13,14 +13,26 @@ batch that may hold something is checked row by row. Columns with choices and co
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.db import connection, models
 
 from operations import records
+from operations.matching import IdentifierMatcher, TermMatcher
+from paypilot.models import Tenant
 
-if TYPE_CHECKING:
-    from operations.gdpr import Subject
+
+class Subject(Protocol):
+    """What the scan needs of `operations.gdpr.Subject` (named here so neither module imports the other)."""
+
+    tenant: Tenant
+    linked: records.Rows
+
+    @property
+    def term_matcher(self) -> TermMatcher: ...
+
+    @property
+    def identifier_matcher(self) -> IdentifierMatcher: ...
 
 SCAN_BATCH = 5000
 CODE_COLUMNS = frozenset(
@@ -48,7 +60,7 @@ def _select(model: type[models.Model], fields: list[models.Field]) -> str:
         for f in fields if not isinstance(f, models.BinaryField)
     ]
     columns = [(" || chr(10) || " if postgres else " || char(10) || ").join(text) or "''", *binary]
-    tenant = quote(model._meta.get_field("tenant").column)
+    tenant = quote(model._meta.get_field("tenant").column)  # type: ignore[union-attr,arg-type]  # a ForeignKey
     return f"SELECT {pk}, {', '.join(columns)} FROM {quote(model._meta.db_table)} WHERE {tenant} = %s"
 
 

@@ -31,7 +31,8 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TextIO
+from io import TextIOBase
+from typing import IO, Any
 
 from django.conf import settings
 from django.db import models, transaction
@@ -154,7 +155,7 @@ def _steps(result: PurgeResult) -> list[Step]:
 
 
 def retention_purge(
-    *, dry_run: bool = False, now: datetime | None = None, progress: TextIO | None = None,
+    *, dry_run: bool = False, now: datetime | None = None, progress: IO[str] | TextIOBase | None = None,
     actor: str = "system", batch_size: int = BATCH_SIZE,
 ) -> PurgeResult:
     """Purge what the retention settings say is too old, a batch per transaction, each with
