@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from ledger.report import report_csv
 from ledger.schemas import REPORT, REPORT_EXAMPLES
 from ledger.selectors import report_build
-from paypilot.api import ApiError
+from paypilot.api import ApiError, JsonOptionsMixin
 from paypilot.auth import authorize
 
 REPORT_CSV_FILENAME = "recovery-report.csv"
@@ -55,7 +55,7 @@ class ReportHtmlRenderer(BaseRenderer):
         return render_to_string("ledger/report_page.html", report_context(data)).encode()
 
 
-class ReportApi(APIView):
+class ReportApi(JsonOptionsMixin, APIView):
     """JSON by default; `Accept: text/csv` or `text/html` (or `?format=csv|html`) for the others."""
 
     renderer_classes = [JSONRenderer, ReportCsvRenderer, ReportHtmlRenderer]
