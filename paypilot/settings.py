@@ -248,7 +248,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"ReportedOutcomeEnum": ["paid", "not_paid"],
                             "LatestOutcomeEnum": ["paid", "not_paid", "unknown"]},
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "paypilot.schema.error_responses"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "paypilot.schema.error_responses",
+                            "paypilot.schema.closed_request_bodies"],
 }
 
 # Input limits (paypilot.jsonlimits): a declared body past PAYPILOT_MAX_BODY_BYTES gets a JSON
