@@ -22,11 +22,12 @@ def _limit(request: Request) -> int:
 
 
 def _sources(request: Request) -> tuple[str, ...] | None:
-    raw = request.query_params.get("source", "")
-    if not raw:
+    raw = request.query_params.get("source")
+    if raw is None:
         return None
-    names = tuple(s for s in raw.split(",") if s)
-    if not names or any(name not in SOURCES for name in names):
+    # Exactly the schema's pattern: known names joined by single commas (not empty, no ",,").
+    names = tuple(raw.split(","))
+    if any(name not in SOURCES for name in names):
         raise ApiError(422, "invalid_input", "source must name known sources",
                        field="source", constraint="one of " + ",".join(SOURCES))
     return names

@@ -14,8 +14,9 @@ from importlib import metadata
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from decisions import rails
 from decisions.network import NETWORK_RULES, NETWORKS, network_verdict
@@ -27,6 +28,7 @@ MAX_CODE_LENGTH = 32
 REASON_UNKNOWN_RAIL = "unknown_rail"  # the rail is not one of rails.RAILS
 REASON_CODE_TOO_LONG = "code_too_long"  # longer than MAX_CODE_LENGTH
 REASON_CODE_EMPTY = "code_empty"  # nothing but white space
+REASON_INVALID_ARGUMENT = "invalid_argument"  # an argument failed the tool's input schema
 
 # The schema advertises the limits (an enum of rails, a length cap); the checks themselves
 # run in the tool so a refusal is a structured tool error rather than a validation dump
@@ -119,14 +121,37 @@ def _explain_network(code: str, network: str) -> dict[str, Any]:
     }
 
 
+def invalid_arguments(exc: ValidationError) -> CallToolResult:
+    """The SDK's argument check, in the product's error shape: the first failing argument
+    by name, what it must be, and every failing argument; never the value that was sent
+    (the SDK's own text is pydantic's dump with a link, unreadable to a person)."""
+    problems = [{"argument": ".".join(str(part) for part in err["loc"]) or "arguments", "constraint": err["type"],
+                 "message": err["msg"]} for err in exc.errors(include_input=False, include_url=False)]
+    first = problems[0]
+    return _refused(REASON_INVALID_ARGUMENT, detail=f"{first['argument']}: {first['message']}",
+                    argument=first["argument"], constraint=first["constraint"], problems=problems)
+
+
+class ProductServer(MCPServer):
+    """The SDK's server with argument errors answered as product-shaped tool errors."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                return invalid_arguments(exc.__cause__)
+            raise
+
+
 DECISIONS_INSTRUCTIONS = ("Read-only decision tables for bank-rail return codes (ach, sepa, bacs). "
                           "Every answer names the row that fired and whether the code matched or fell through.")
 
 
-def build_server(*, name: str = SERVER_NAME, instructions: str = "") -> MCPServer:
+def build_server(*, name: str = SERVER_NAME, instructions: str = "") -> ProductServer:
     """The three decision tools; `reconciliation.mcp_tools.server` adds the tenant's tools
     to the same server (under its own name and instructions)."""
-    server: MCPServer = MCPServer(
+    server = ProductServer(
         name,
         version=server_version(),
         instructions=" ".join(filter(None, (instructions, DECISIONS_INSTRUCTIONS))),

@@ -32,9 +32,12 @@ from dunning.services import run_recovery
 from paypilot.auth import authorize
 from paypilot.jsonlimits import StrictJSONParser
 
+AMOUNT_PATTERN = r"^(?:[1-9][0-9]{0,8}(?:\.[0-9]{1,3})?|0?\.(?:[1-9][0-9]{0,2}|0[1-9][0-9]?|00[1-9])|1000000000)$"
 _EVENT_FIELDS: dict[str, serializers.Field] = {
     "customer_id": serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"),
-    "amount": serializers.DecimalField(max_digits=16, decimal_places=3, help_text="major units, > 0"),
+    # The pattern the service's check holds to (dunning.validation._amount): more than zero,
+    # at most 1,000,000,000, at most three decimals (fewer where the currency has fewer).
+    "amount": serializers.RegexField(AMOUNT_PATTERN, help_text="major units as a string, > 0 and <= 1,000,000,000"),
     "currency": serializers.RegexField(r"^[A-Za-z]{3}$"),
     "failure_code": serializers.RegexField(r"^[a-z_]{1,40}$"),
     "attempt": serializers.IntegerField(min_value=1, max_value=validation.MAX_ATTEMPT, default=1),
@@ -42,13 +45,16 @@ _EVENT_FIELDS: dict[str, serializers.Field] = {
                                            help_text="used only when the customer is not on record"),
     "customer_email": serializers.EmailField(max_length=254, required=False),
     "plan": serializers.CharField(max_length=100, required=False),
-    "locale": serializers.CharField(max_length=35, required=False,
+    "locale": serializers.CharField(max_length=35, required=False, allow_null=True,
                                     help_text="BCP 47 tag; malformed or unserved tags get English"),
 }
 _EVENT = inline_serializer("PaymentFailedInput", _EVENT_FIELDS)
 _BATCH = inline_serializer("PaymentFailedBatchInput", {"events": _EVENT.__class__(many=True)})
+# The same format dunning.validation enforces: 1-255 printable ASCII characters, no space.
 _IDEMPOTENCY = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-                                description="replays the first response; reuse with another body is 422")
+                                pattern="^[!-~]{1,255}$",
+                                description="1-255 printable ASCII characters (no space); replays the first "
+                                            "response; reuse with another body is 422")
 
 
 class _JsonOnly(BaseContentNegotiation):

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from ledger.report_export import report_csv
 from ledger.schemas import REPORT, REPORT_EXAMPLES
 from ledger.selectors import report_build
-from paypilot.api import ApiError
+from paypilot.api import ApiError, JsonOptionsMixin
 from paypilot.auth import authorize
 
 REPORT_CSV_FILENAME = "recovery-report.csv"
@@ -55,7 +55,15 @@ class ReportHtmlRenderer(BaseRenderer):
         return render_to_string("ledger/report_page.html", report_context(data)).encode()
 
 
-class ReportApi(APIView):
+def _format_checked(request: Request) -> None:
+    wanted = request.query_params.get("format")
+    if wanted is not None and wanted not in REPORT_FORMATS:
+        # Refused with the one 422 shape, not DRF's bare 404 for an unknown format.
+        raise ApiError(422, REASON_INVALID_INPUT, "format must be json, csv or html",
+                       field="format", constraint="one of json, csv, html")
+
+
+class ReportApi(JsonOptionsMixin, APIView):
     """JSON by default; `Accept: text/csv` or `text/html` (or `?format=csv|html`) for the others."""
 
     renderer_classes = [JSONRenderer, ReportCsvRenderer, ReportHtmlRenderer]
@@ -77,11 +85,7 @@ class ReportApi(APIView):
         return response
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[BaseRenderer, str]:
-        wanted = request.query_params.get("format")
-        if wanted is not None and wanted not in REPORT_FORMATS:
-            # Refused with the one 422 shape, not DRF's bare 404 for an unknown format.
-            raise ApiError(422, REASON_INVALID_INPUT, "format must be json, csv or html",
-                           field="format", constraint="one of json, csv, html")
+        _format_checked(request)
         return super().perform_content_negotiation(request, force=force)
 
     def handle_exception(self, exc: Exception) -> Response:
@@ -102,4 +106,5 @@ class ReportCsvApi(ReportApi):
         return super().get(request)
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> tuple[BaseRenderer, str]:
+        _format_checked(request)  # `format` is declared here too: an unknown one is 422, not ignored
         return ReportCsvRenderer(), ReportCsvRenderer.media_type

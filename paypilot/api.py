@@ -18,6 +18,19 @@ class ApiError(exceptions.APIException):
         super().__init__(detail=detail or code, code=code)
 
 
+class JsonOptionsMixin:
+    """OPTIONS answers DRF's metadata as JSON, whatever renderers the view negotiates: a
+    CSV or HTML renderer (the report, the Swagger page) cannot draw that dict and raised."""
+
+    def options(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        from rest_framework.renderers import JSONRenderer  # lazy, like the views import below
+
+        response = super().options(request, *args, **kwargs)  # type: ignore[misc]
+        request.accepted_renderer = JSONRenderer()
+        request.accepted_media_type = JSONRenderer.media_type
+        return response
+
+
 def error_body(code: str, detail: str, **extra: Any) -> dict[str, Any]:
     return {"error": code, "detail": detail, **extra}
 

@@ -248,7 +248,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"ReportedOutcomeEnum": ["paid", "not_paid"],
                             "LatestOutcomeEnum": ["paid", "not_paid", "unknown"]},
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "paypilot.schema.error_responses"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "paypilot.schema.error_responses",
+                            "paypilot.schema.closed_request_bodies"],
 }
 
 # Input limits (paypilot.jsonlimits): a declared body past PAYPILOT_MAX_BODY_BYTES gets a JSON
@@ -359,6 +360,9 @@ PAYPILOT_WEBHOOK_BODY_DAYS = env.int("PAYPILOT_WEBHOOK_BODY_DAYS", default=30)
 
 # Reconciliation (docs/reconciliation.md)
 PAYPILOT_RECON_MAX_FILE_BYTES = env.int("PAYPILOT_RECON_MAX_FILE_BYTES", default=20 * 1024 * 1024)
+# The one directory the MCP tools preview_file / import_file may read a `path` from (stdio
+# only; symlinks and `..` resolved first). Empty: no path is read at all, content only.
+PAYPILOT_MCP_FILE_ROOT = env.str("PAYPILOT_MCP_FILE_ROOT", default="")
 PAYPILOT_RECON_DATE_WINDOW_DAYS = env.int("PAYPILOT_RECON_DATE_WINDOW_DAYS", default=3)
 # `recon_layout suggest` also asks the chat model (the dunning.llm seam, which must be on too).
 PAYPILOT_RECON_LAYOUT_LLM = env.bool("PAYPILOT_RECON_LAYOUT_LLM", default=False)

@@ -5,6 +5,16 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from paypilot import views
+from paypilot.api import JsonOptionsMixin
+
+
+class SwaggerView(JsonOptionsMixin, SpectacularSwaggerSplitView):
+    pass
+
+
+class RedocView(JsonOptionsMixin, SpectacularRedocView):
+    pass
+
 
 urlpatterns = [
     # Provider webhooks first: they are most of the traffic, and a path is matched by trying
@@ -19,8 +29,8 @@ urlpatterns = [
     path("tokens/<str:prefix>", views.TokenDetailApi.as_view(), name="token-detail"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script as a file: no inline script for the CSP to allow.
-    path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="swagger-ui"),
-    path("redoc", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    path("docs", SwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("redoc", RedocView.as_view(url_name="schema"), name="redoc"),
     path("admin/", admin.site.urls),
     path("", include("decisions.urls")),
     path("", include("ledger.urls")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 from django.http import HttpResponse
@@ -17,6 +18,7 @@ from reconciliation.engine import BREAK_KINDS
 from reconciliation.selectors import review_csv, run_latest
 
 REASON_BAD_AS_OF = "invalid_as_of"
+_FULL_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)  # RFC 3339 full-date, the OpenAPI `date` format
 REASON_BAD_FORMAT = "invalid_export"
 REASON_NO_RUN = "run_not_found"
 _BREAK = inline_serializer("ReconBreak", {
@@ -87,8 +89,10 @@ class ReviewApi(APIView):
         principal = authorize(request, permission="recon.read")
         raw_as_of = request.query_params.get("as_of")
         as_of = None
-        if raw_as_of:
+        if raw_as_of is not None:  # present but empty is refused too: the schema says a date
             try:
+                if not _FULL_DATE.fullmatch(raw_as_of):  # fromisoformat also takes 20261116
+                    raise ValueError(raw_as_of)
                 as_of = date.fromisoformat(raw_as_of)
             except ValueError:
                 raise ApiError(422, REASON_BAD_AS_OF, "as_of must be a date, YYYY-MM-DD", field="as_of") from None

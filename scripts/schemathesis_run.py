@@ -4,7 +4,8 @@ database: the deeper run of paypilot/tests/test_schemathesis.py, meant as a CI s
 Usage: `.venv/bin/python scripts/schemathesis_run.py [--examples 100]`
 A fresh SQLite file in a temporary directory unless DATABASE_URL is set (then that
 database is migrated and used: give it a throwaway one). Prints one JSON line
-(operations, calls, server errors); exit status 1 if any server error was found.
+(operations, calls, failures of any registered check: server errors, conformance, positive
+and negative data); exit status 1 if any was found.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from reconciliation import engine
-from reconciliation.models import BankRow, Break, ContractVersion, DisputeRow, OrderRow, ProviderRow
+from reconciliation.models import BankRow, Break, ContractVersion, OrderRow, ProviderRow
+from reconciliation.services.facts import disputes_current, disputes_on_charges
 
 from . import review as rv
 from .schemas import (
@@ -120,10 +121,10 @@ def _explain_break(who: Caller, break_id: int | None, as_of: str | None, positio
                                  "currency", "charge_id", "order_reference", "payout_id", "payout_date")[:ROW_LIMIT]),
         "bank": _plain(BankRow.objects.filter(tenant=t, bank_reference__in=refs.get("bank", []))
                      .values("booking_date", "amount_minor", "currency", "reference", "bank_reference")[:ROW_LIMIT]),
-        "disputes": _plain(DisputeRow.objects.filter(tenant=t, charge_id__in=refs.get("charge", []))
-                         .exclude(charge_id="")
-                         .values("dispute_id", "charge_id", "amount_minor", "currency", "reason", "status",
-                                 "evidence_due_by")[:ROW_LIMIT]),
+        # Every source (webhook and files), each dispute once: the one selector the services use.
+        "disputes": [{k: getattr(d, k) for k in ("dispute_id", "charge_id", "amount_minor", "currency", "reason",
+                                                 "status", "evidence_due_by")}
+                     for d in disputes_on_charges(tenant=t, as_of=day, charge_ids=refs.get("charge", []))][:ROW_LIMIT],
     }
     for kind_rows in rows.values():
         for row in kind_rows:
@@ -189,12 +190,9 @@ def _list_disputes(who: Caller, as_of: str | None, status: str | None) -> dict[s
 
 
 def _disputes_from_rows(who: Caller, day: date, status: str | None) -> list[dict[str, Any]]:
-    """The newest row of each dispute id (a later file wins), soonest deadline first."""
-    latest: dict[str, DisputeRow] = {}
-    for row in DisputeRow.objects.filter(tenant=who.tenant).order_by("pk"):
-        latest[row.dispute_id] = row
+    """Every dispute from every source (the one selector), soonest deadline first."""
     out = []
-    for row in latest.values():
+    for row in disputes_current(tenant=who.tenant, as_of=day):
         if status and row.status != status.lower():
             continue
         due = row.evidence_due_by

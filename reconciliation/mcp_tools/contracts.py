@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from paypilot.services import audit_record
 
 from .analysis import service
-from .files import file_bytes
+from .files import LocalPath, file_bytes
 from .schemas import WriteOut
 from .scope import (
     REASON_INVALID,
@@ -73,7 +73,8 @@ def _date(value: str) -> datetime.date:
     try:
         return datetime.date.fromisoformat(value)
     except ValueError:
-        raise ToolRefused(REASON_INVALID, "effective_from must be a date, YYYY-MM-DD", field="effective_from") from None
+        raise ToolRefused(REASON_INVALID, "effective_from must be a date, YYYY-MM-DD",
+                          argument="effective_from") from None
 
 
 def _propose(who: Caller, filename: str, content: str | None, content_base64: str | None,
@@ -93,7 +94,7 @@ async def propose_contract_terms(
     filename: Annotated[str, Field(json_schema_extra={"minLength": 1, "maxLength": 255})],
     content: Annotated[str | None, Field(description="the pricing document as text, HTML or Markdown")] = None,
     content_base64: Annotated[str | None, Field(description="or: its bytes in base64 (a text PDF)")] = None,
-    path: Annotated[str | None, Field(description="or, over stdio only: a path on this machine")] = None,
+    path: LocalPath = None,
 ) -> Annotated[CallToolResult, WriteOut]:
     """Read fee terms from a pricing document (tenant_admin): percentage fee, fixed fee,
     chargeback fee, payout delay (and surcharge, reserve when present), each with its

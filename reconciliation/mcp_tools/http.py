@@ -7,9 +7,14 @@ answers it, and its answer becomes the Django response. No second server or port
 bodies come back to this thread through `sync_to_async(thread_sensitive=True)`, so they
 use this request's database connection and transaction.
 
-Roles: any token role reads; a `tools/call` of a write tool by a role below
-tenant_admin is refused here with HTTP 403 (audited like every API refusal) before the
-MCP server sees it.
+Errors follow the MCP transport and authorization rules, so the SDK's client can read
+them: a missing or bad token is HTTP 401 with `WWW-Authenticate: Bearer realm="paypilot"`
+(RFC 6750; `error="invalid_token"` when a token was sent) and a JSON-RPC error body, which
+the client surfaces as an `MCPError` with our message (a plain JSON body became an opaque
+-32603). Any token role reads; a `tools/call` of a write tool by a role below tenant_admin
+is audited here like every API refusal, then answered by the tool itself as a tool result
+with `isError: true` and `{"error": "forbidden_role", "required_role": ...}`: the session
+goes on and the assistant can tell the person what is missing.
 """
 
 from __future__ import annotations
@@ -21,18 +26,42 @@ from typing import Any
 import anyio
 from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from drf_spectacular.utils import extend_schema
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from paypilot.api import ApiError
 from paypilot.auth import authorize
 
 from .scope import TRANSPORT_HTTP, Caller, current_caller
 from .server import WRITE_TOOL_NAMES, build_tenant_server
 
 PATH = "/mcp"
+# JSON-RPC's implementation-defined server-error range (-32000..-32099): a refused request.
+RPC_UNAUTHORIZED = -32001  # no valid bearer token (HTTP 401)
+RPC_REFUSED = -32003  # the token's tenant may not use the tools now (HTTP 403), or a rate limit
+
+
+def _request_id(body: bytes) -> Any:
+    """The JSON-RPC id of the request being refused (null for a batch or unreadable body)."""
+    try:
+        message = json.loads(body or b"null")
+    except ValueError:
+        return None
+    return message.get("id") if isinstance(message, dict) else None
+
+
+def rpc_refusal(body: bytes, status: int, data: dict[str, Any], *, token_sent: bool) -> HttpResponse:
+    """An HTTP refusal whose body is a JSON-RPC error: what the SDK client raises as MCPError."""
+    code = RPC_UNAUTHORIZED if status == 401 else RPC_REFUSED
+    message = f"{data.get('error', 'refused')}: {data.get('detail', '')}".rstrip(": ")
+    response = JsonResponse({"jsonrpc": "2.0", "id": _request_id(body),
+                             "error": {"code": code, "message": message, "data": data}}, status=status)
+    if status == 401:  # RFC 6750 section 3: no error code when no credentials were sent
+        response["WWW-Authenticate"] = 'Bearer realm="paypilot"' + (', error="invalid_token"' if token_sent else "")
+    return response
 
 
 def _write_tools_called(body: bytes) -> list[str]:
@@ -112,7 +141,12 @@ class McpApi(APIView):
         principal = authorize(request, permission="recon.read")
         body = request.body
         if _write_tools_called(body):
-            authorize(request, permission="recon.write")  # 403 forbidden_role below tenant_admin
+            try:
+                authorize(request, permission="recon.write")  # audits forbidden_role below tenant_admin
+            except ApiError as refused:
+                if refused.code != "forbidden_role":
+                    raise
+                # The tool answers the refusal as its result (scope.caller), so the session goes on.
         who = Caller(tenant=principal.tenant, role=principal.role, transport=TRANSPORT_HTTP,
                      token_prefix=principal.token.prefix)
         status, headers, content = async_to_sync(_serve)(_scope(request, body), body, who)
@@ -125,3 +159,18 @@ class McpApi(APIView):
 
     get = post
     delete = post
+
+    def handle_exception(self, exc: Exception) -> HttpResponse:
+        response = super().handle_exception(exc)
+        data = getattr(response, "data", None)
+        if not isinstance(data, dict) or response.status_code < 400:
+            return response
+        django_request = self.request._request
+        try:
+            body = django_request.body
+        except Exception:  # the stream was already consumed: the id is then unknown (null)
+            body = b""
+        answer = rpc_refusal(body, response.status_code, data, token_sent="HTTP_AUTHORIZATION" in django_request.META)
+        if response.has_header("Retry-After"):
+            answer["Retry-After"] = response["Retry-After"]
+        return answer

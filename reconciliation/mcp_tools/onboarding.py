@@ -18,7 +18,7 @@ from reconciliation.models import ContractVersion, ImportFile, Kind, Layout, Run
 from reconciliation.services.imports import REASON_UNKNOWN_LAYOUT, _detect, file_import, layout_save
 
 from .analysis import service
-from .files import file_bytes
+from .files import LocalPath, file_bytes
 from .schemas import ContractVersionsOut, LoadedOut, PreviewOut, WriteOut, money
 from .scope import REASON_REFUSED, Caller, ToolRefused, guarded
 
@@ -28,7 +28,6 @@ Filename = Annotated[str, Field(description="the file's name, for the record",
                                 json_schema_extra={"minLength": 1, "maxLength": 255})]
 Content = Annotated[str | None, Field(description="the file as text (CSV, XML, MT940)")]
 ContentB64 = Annotated[str | None, Field(description="or: the file's bytes in base64 (any encoding, PDF)")]
-LocalPath = Annotated[str | None, Field(description="or, over stdio only: a path on this machine")]
 
 
 def _refused(exc: FileRefused) -> ToolRefused:
@@ -37,7 +36,7 @@ def _refused(exc: FileRefused) -> ToolRefused:
 
 def _kind(kind: str) -> str:
     if kind not in Kind.values:
-        raise ToolRefused("invalid_argument", f"kind must be one of {', '.join(Kind.values)}", field="kind")
+        raise ToolRefused("invalid_argument", f"kind must be one of {', '.join(Kind.values)}", argument="kind")
     return kind
 
 

@@ -26,7 +26,7 @@ def as_of_parse(*, tenant: Tenant, value: str | None) -> date:
         try:
             return date.fromisoformat(value)
         except ValueError:
-            raise ToolRefused(REASON_INVALID, "as_of must be a date, YYYY-MM-DD", field="as_of") from None
+            raise ToolRefused(REASON_INVALID, "as_of must be a date, YYYY-MM-DD", argument="as_of") from None
     latest = Run.objects.filter(tenant=tenant).order_by("-as_of", "-created_at", "-pk").first()
     return latest.as_of if latest is not None else timezone.now().date()
 

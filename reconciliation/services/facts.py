@@ -51,6 +51,15 @@ def disputes_current(*, tenant: Tenant, as_of: date) -> QuerySet[DisputeRow]:
     return _newest(rows, "dispute_id", F("known_at").desc(), F("id").desc())
 
 
+def disputes_on_charges(*, tenant: Tenant, as_of: date, charge_ids: list[str]) -> list[DisputeRow]:
+    """The disputes of these charges, from every source (a Stripe webhook's live row and
+    imported files joined by dispute id, learned last wins): each dispute once."""
+    wanted = {c for c in charge_ids if c}
+    if not wanted:
+        return []
+    return [row for row in disputes_current(tenant=tenant, as_of=as_of) if row.charge_id in wanted]
+
+
 @dataclass
 class ChargeFacts:
     """One capture and what happened to it, from the provider rows."""

@@ -26,7 +26,14 @@ from reconciliation.services.errors import (
     TARGET_MISSING,
     ReconLookupError,
 )
-from reconciliation.services.facts import ChargeFacts, charges_for, disputes_current, is_open, money_of, order_of
+from reconciliation.services.facts import (
+    ChargeFacts,
+    charges_for,
+    disputes_on_charges,
+    is_open,
+    money_of,
+    order_of,
+)
 
 # Check codes (the public contract of `checks[].code`).
 ALREADY_REFUNDED = "already_refunded"  # nothing left to refund on the charge
@@ -38,6 +45,7 @@ DUPLICATE_EXTRA = "duplicate_extra"  # this capture is the duplicate: refunding 
 AMOUNT_ABOVE_REFUNDABLE = "amount_above_refundable"  # more than captured minus refunded
 CURRENCY_MISMATCH = "currency_mismatch"  # the amount's currency is not the charge's
 ORDER_NOT_CAPTURED = "order_not_captured"  # an order with no capture: there is nothing to refund
+CAPTURE_NOT_IMPORTED = "capture_not_imported"  # a charge known only from its dispute (a webhook)
 # Severity: a `block` check makes the refund unsafe; a `warn` needs the approver's attention.
 BLOCK, WARN, OK = "block", "warn", "ok"
 
@@ -51,6 +59,8 @@ def _captures(*, tenant: Tenant, as_of: date, order_id: str | None, charge_id: s
     """(every capture of the order, the capture to refund or None, the order id)."""
     if charge_id:
         found = charges_for(tenant=tenant, as_of=as_of, charge_ids=[charge_id])
+        if not found and disputes_on_charges(tenant=tenant, as_of=as_of, charge_ids=[charge_id]):
+            return [], None, order_id or ""  # disputed (a webhook told us) though its capture is not imported
         if not found:
             raise ReconLookupError(CHARGE_NOT_FOUND, f"no imported capture with charge id {charge_id!r}")
         target = found[0]
@@ -96,6 +106,11 @@ def _checked(*, tenant: Tenant, day: date, order_id: str | None, charge_id: str 
     base: dict[str, Any] = {"order_id": order or None, "charge_id": target.charge_id if target else charge_id,
                             "as_of": day.isoformat(), "executes_refund": False, "approver": FINANCE,
                             "requires_human_approval": True}
+    if target is None and charge_id:
+        checks.extend(_dispute_checks(tenant=tenant, day=day, charge_id=charge_id, debits=False))
+        checks.append(_check(CAPTURE_NOT_IMPORTED, BLOCK, f"Charge {charge_id} is known only from its dispute: "
+                             "import the provider report with its capture before deciding on a refund."))
+        return _answer(base, checks, None, amount_minor, currency)
     if target is None:
         checks.append(_check(ORDER_NOT_CAPTURED, BLOCK, f"Order {order} has no capture: there is nothing to refund."))
         return _answer(base, checks, None, amount_minor, currency)
@@ -114,25 +129,27 @@ def _checked(*, tenant: Tenant, day: date, order_id: str | None, charge_id: str 
         checks.append(_check(AMOUNT_ABOVE_REFUNDABLE, BLOCK, f"{money(amount_minor, ccy)} is more than captured minus "
                              f"refunded ({money(target.captured_minor, ccy)} - {money(target.refunded_minor, ccy)} "
                              f"= {money(left, ccy)})."))
-    checks.extend(_dispute_checks(tenant=tenant, day=day, target=target))
+    checks.extend(_dispute_checks(tenant=tenant, day=day, charge_id=target.charge_id,
+                                  debits=bool(target.dispute_debits)))
     checks.extend(_duplicate_checks(captures=captures, target=target, order=order, asked_charge=charge_id))
     return _answer(base, checks, target, amount, ccy)
 
 
-def _dispute_checks(*, tenant: Tenant, day: date, target: ChargeFacts) -> list[dict[str, Any]]:
+def _dispute_checks(*, tenant: Tenant, day: date, charge_id: str, debits: bool) -> list[dict[str, Any]]:
+    """The charge's disputes from every source (webhook and files, each once)."""
     out = []
-    rows = [r for r in disputes_current(tenant=tenant, as_of=day) if r.charge_id == target.charge_id]
+    rows = disputes_on_charges(tenant=tenant, as_of=day, charge_ids=[charge_id])
     for row in rows:
         if is_open(row.status) or row.status == "lost":
-            out.append(_check(DISPUTED, BLOCK, f"Charge {target.charge_id} is disputed ({row.dispute_id}, "
+            out.append(_check(DISPUTED, BLOCK, f"Charge {charge_id} is disputed ({row.dispute_id}, "
                               f"{row.reason or 'no reason'}, {row.status or 'open'}): the dispute takes the money "
                               "back, so a refund as well would pay the customer twice. Accept or fight the dispute "
                               "instead."))
         elif row.status == "won":
             out.append(_check(DISPUTE_WON, WARN, f"Dispute {row.dispute_id} on this charge was won: the money came "
                               "back; refunding now is a new decision."))
-    if not rows and target.dispute_debits:
-        out.append(_check(DISPUTED, BLOCK, f"The provider debited a dispute on charge {target.charge_id}: a refund "
+    if not rows and debits:
+        out.append(_check(DISPUTED, BLOCK, f"The provider debited a dispute on charge {charge_id}: a refund "
                           "as well would pay the customer twice."))
     return out
 
@@ -156,7 +173,9 @@ def _answer(base: dict[str, Any], checks: list[dict[str, Any]], target: ChargeFa
             currency: str | None) -> dict[str, Any]:
     blocked = [c for c in checks if c["severity"] == BLOCK]
     safe = not blocked
-    if target is None:
+    if target is None and blocked:
+        text = "Do not refund: " + " ".join(c["text"] for c in blocked)
+    elif target is None:
         text = "Do not refund: there is no capture."
     elif safe:
         text = (f"A refund of {money(amount or 0, target.currency)} on {target.charge_id} looks appropriate and safe; "

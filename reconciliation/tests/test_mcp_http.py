@@ -57,6 +57,20 @@ async def _calls(url: str, token: str | None, calls: list[tuple[str, dict[str, A
     return out
 
 
+# The arguments each write tool requires: a valid call, so only the role can refuse it.
+WRITE_ARGS = {"import_file": ("kind", "filename", "content"), "propose_contract_terms": ("filename", "content"),
+              "save_column_mapping": ("kind", "filename", "content", "mapping"),
+              "save_contract_terms": ("proposal_id", "effective_from")}
+
+
+def _mcp_error(exc: BaseException) -> MCPError:
+    """The MCPError the SDK raised, out of the task groups it may be wrapped in."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    assert isinstance(exc, MCPError), repr(exc)
+    return exc
+
+
 def _post(url: str, token: str | None, body: dict[str, Any]) -> httpx2.Response:
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
                "MCP-Protocol-Version": "2025-06-18"}
@@ -144,32 +158,62 @@ def test_the_whole_morning_names_every_planted_problem(sample, live_server) -> N
     assert not pack.is_error and "dp_1Nw0001" in pack.structured_content["markdown"]
 
 
-def test_no_token_or_a_bad_token_is_401(sample, live_server) -> None:
+def test_no_token_or_a_bad_token_is_401_with_www_authenticate_and_a_json_rpc_error(sample, live_server) -> None:
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    assert _post(live_server.url, None, body).status_code == 401
+    missing = _post(live_server.url, None, body)
+    assert missing.status_code == 401 and missing.headers["WWW-Authenticate"] == 'Bearer realm="paypilot"'
+    assert missing.json()["id"] == 1 and missing.json()["error"]["code"] == -32001
     bad = _post(live_server.url, "pp_0123456789_nope", body)
-    assert bad.status_code == 401 and bad.json()["error"] == "unauthorized"
+    assert bad.status_code == 401
+    assert bad.headers["WWW-Authenticate"] == 'Bearer realm="paypilot", error="invalid_token"'
+    assert bad.json()["error"]["data"]["error"] == "unauthorized"
+    # The SDK's own client raises an MCPError carrying our message, not an opaque -32603.
+    for token in (None, "pp_0123456789_nope"):
+        with pytest.raises(BaseException) as raised:  # the initialize handshake is refused
+            _run(_calls(live_server.url, token, [("list_disputes", {})]))
+        error = _mcp_error(raised.value)
+        assert error.error.code == -32001
+        assert error.error.message == "unauthorized: a valid bearer token is required"
 
 
 @pytest.mark.parametrize("role", ["viewer", "approver", "integrator"])
-def test_a_write_by_a_lesser_role_is_http_403_and_audited(sample, live_server, role) -> None:
+def test_a_write_by_a_lesser_role_is_a_tool_error_the_session_survives_and_it_is_audited(sample, live_server,
+                                                                                         role) -> None:
     issued = token_issue(tenant=sample, role=role)
     before = tables_digest(skip=("paypilot_apitoken", "paypilot_auditevent"))
-    for name in sorted(WRITE_TOOL_NAMES):
-        body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                "params": {"name": name, "arguments": {"kind": "orders", "filename": "x.csv", "content": "a\n1\n"}}}
-        answer = _post(live_server.url, issued.plaintext, body)
-        assert answer.status_code == 403, name
-        assert answer.json()["error"] == "forbidden_role"
-    # The SDK's own client sees the refusal as an error, and nothing was stored.
-    (result,) = _run(_calls(live_server.url, issued.plaintext, [
-        ("import_file", {"kind": "orders", "filename": "x.csv", "content": "a\n1\n"})]))
-    assert isinstance(result, MCPError)
+    args = {"kind": "orders", "filename": "x.csv", "content": "a\n1\n", "mapping": {}, "proposal_id": 1,
+            "effective_from": "2026-10-01"}
+    calls = [(name, {k: v for k, v in args.items() if k in WRITE_ARGS[name]}) for name in sorted(WRITE_TOOL_NAMES)]
+    calls.append(("list_loaded", {}))
+    results = _run(_calls(live_server.url, issued.plaintext, calls))
+    for (name, _), result in zip(calls[:-1], results[:-1], strict=True):
+        assert result.is_error, name
+        body = result.structured_content
+        assert body["error"] == "forbidden_role" and body["required_role"] == "tenant_admin", name
+        assert json.loads(result.content[0].text) == body  # readable as text by any client
+    assert not results[-1].is_error  # the same session goes on reading
     assert tables_digest(skip=("paypilot_apitoken", "paypilot_auditevent")) == before
     refusals = AuditEvent.objects.filter(event="paypilot.auth.rejected", tenant=sample,
                                          detail__reason="forbidden_role")
-    assert refusals.count() == len(WRITE_TOOL_NAMES) + 1
+    assert refusals.count() == len(WRITE_TOOL_NAMES)
     assert {e.actor for e in refusals} == {f"token:{issued.token.prefix}"}
+
+
+def test_bad_arguments_are_product_shaped_tool_errors_naming_the_argument(sample, live_server) -> None:
+    token = token_issue(tenant=sample, role="viewer").plaintext
+    negative, missing, path = _run(_calls(live_server.url, token, [
+        ("check_refund", {"amount_minor": -5, "currency": "USD", "charge_id": "ch_1"}),
+        ("check_refund", {"amount_minor": 500, "charge_id": "ch_1"}),
+        ("preview_file", {"kind": "orders", "filename": "passwd", "path": "/etc/passwd"}),
+    ]))
+    assert negative.is_error and negative.structured_content["error"] == "invalid_argument"
+    assert negative.structured_content["argument"] == "amount_minor"
+    assert negative.structured_content["detail"] == "amount_minor: Input should be greater than 0"
+    assert "pydantic" not in negative.content[0].text and "-5" not in negative.content[0].text
+    assert missing.structured_content["argument"] == "currency"
+    assert missing.structured_content["detail"] == "currency: Field required"
+    # Over HTTP no path is ever read, whatever the file root says.
+    assert path.is_error and path.structured_content["error"] == "path_not_allowed_over_http"
 
 
 def test_read_only_tools_change_nothing(sample, live_server) -> None:
