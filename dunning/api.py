@@ -31,6 +31,7 @@ from dunning.selectors import customer_rows_by_id
 from dunning.services import run_recovery
 from paypilot.auth import authorize
 from paypilot.jsonlimits import StrictJSONParser
+from paypilot.money import CURRENCY_PATTERN
 
 AMOUNT_PATTERN = r"^(?:[1-9][0-9]{0,8}(?:\.[0-9]{1,3})?|0?\.(?:[1-9][0-9]{0,2}|0[1-9][0-9]?|00[1-9])|1000000000)$"
 _EVENT_FIELDS: dict[str, serializers.Field] = {
@@ -38,7 +39,7 @@ _EVENT_FIELDS: dict[str, serializers.Field] = {
     # The pattern the service's check holds to (dunning.validation._amount): more than zero,
     # at most 1,000,000,000, at most three decimals (fewer where the currency has fewer).
     "amount": serializers.RegexField(AMOUNT_PATTERN, help_text="major units as a string, > 0 and <= 1,000,000,000"),
-    "currency": serializers.RegexField(r"^[A-Za-z]{3}$"),
+    "currency": serializers.RegexField(CURRENCY_PATTERN, help_text="a payable ISO 4217 code, any letter case"),
     "failure_code": serializers.RegexField(r"^[a-z_]{1,40}$"),
     "attempt": serializers.IntegerField(min_value=1, max_value=validation.MAX_ATTEMPT, default=1),
     "customer_name": serializers.CharField(max_length=200, required=False,

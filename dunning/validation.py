@@ -21,7 +21,7 @@ MAX_BATCH = 50
 MAX_ATTEMPT = 50
 MAX_AMOUNT = Decimal("1000000000")  # major units; larger is a unit mistake, not a payment
 _CUSTOMER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-_CURRENCY = re.compile(r"^[A-Za-z]{3}$")
+_CURRENCY = re.compile(r"[A-Za-z]{3}")
 _FAILURE_CODE = re.compile(r"^[a-z_]{1,40}$")
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s]{2,}$")
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -79,7 +79,7 @@ def payment_failed_input(data: Any, *, prefix: str = "") -> RecoveryInput:
     if not isinstance(customer_id, str) or not _CUSTOMER_ID.match(customer_id):
         raise refuse(prefix + "customer_id", "pattern", "customer_id must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
     currency = data["currency"]
-    if not isinstance(currency, str) or not _CURRENCY.match(currency):
+    if not isinstance(currency, str) or not _CURRENCY.fullmatch(currency):
         raise refuse(prefix + "currency", "pattern", "currency must be a three-letter ISO 4217 code")
     if not currency_known(currency):  # XXX is "no currency", QQQ none at all
         raise refuse(prefix + "currency", REASON_CURRENCY_UNKNOWN, "currency is not a payable ISO 4217 currency")

@@ -121,6 +121,16 @@ ISO_4217 = frozenset(
 REASON_CURRENCY_UNKNOWN = "currency_unknown"  # not an ISO 4217 currency one can pay in
 
 
+def _any_case(code: str) -> str:
+    return "".join(f"[{c}{c.lower()}]" for c in code)
+
+
+# The payable codes in any letter case, as one regular expression that JSON Schema (ECMA-262)
+# and Python read alike: the OpenAPI schema declares exactly what `currency_known` accepts,
+# so a schema-valid "AAA" is no longer a refused request.
+CURRENCY_PATTERN = "^(?:" + "|".join(_any_case(code) for code in sorted(ISO_4217)) + ")$"
+
+
 def currency_known(code: object) -> bool:
     """True for a payable ISO 4217 code in any case ("usd", "JPY"); False for XXX, QQQ,
     fund codes, non-strings."""

@@ -44,3 +44,30 @@ def test_empty_or_unknown_query_values_are_refused(tenant, make_token) -> None:
     assert viewer.get("/refusals?source=guard_swaps").status_code == 200
     assert viewer.get("/report.csv?format=AAA").status_code == 422
     assert viewer.get("/report.csv?format=json").status_code == 200
+
+
+def test_the_currency_pattern_is_exactly_the_payable_codes_in_any_case(schema) -> None:
+    from paypilot.money import ISO_4217, currency_known
+
+    event = schema["components"]["schemas"]["PaymentFailedInput"]["properties"]
+    pattern = re.compile(event["currency"]["pattern"])
+
+    def matches(code: str) -> bool:  # as ECMA-262 reads it: "$" is the end, never before a last newline
+        found = pattern.match(code)
+        return found is not None and found.end() == len(code)
+
+    for code in sorted(ISO_4217):
+        assert matches(code) and matches(code.lower()) and matches(code.title()), code
+    for code in ("AAA", "XXX", "QQQ", "XTS", "XAU", "usd ", " usd", "usdd", "us", "", "USD\n"):
+        assert not matches(code), code
+        assert not currency_known(code) or code.strip() != code, code
+
+
+def test_a_schema_valid_currency_is_accepted_and_an_unknown_one_is_refused(tenant, make_token) -> None:
+    client = Client(headers={"Authorization": f"Bearer {make_token(tenant, role='tenant_admin')}"})
+    body = {"customer_id": "cus_1", "amount": "12.00", "failure_code": "insufficient_funds"}
+    mixed_case = client.post("/payment-failed", {**body, "currency": "eUr"}, content_type="application/json")
+    assert mixed_case.status_code == 200
+    for refused in ("AAA", "usd\n"):
+        answer = client.post("/payment-failed", {**body, "currency": refused}, content_type="application/json")
+        assert answer.status_code == 422 and answer.json()["field"] == "currency", refused
