@@ -145,6 +145,10 @@ Q_CLUSTER: dict[str, object] = {
     # every ten webhook batches, each new one loading the rules, templates and a connection
     # again: the PostgreSQL drain ran at 352/s with 500 and 483/s with 5,000 (benchmarks.md).
     "recycle": env.int("PAYPILOT_Q_RECYCLE", default=5000),
+    # Tasks handed to the workers ahead of time (django-q2's default: workers squared). A
+    # stopping cluster runs these too before it exits, so one each bounds the stop
+    # (`manage.py run_workers`, PAYPILOT_WORKER_STOP_GRACE).
+    "queue_limit": env.int("PAYPILOT_Q_WORKERS", default=2),  # = workers
     "sync": TESTING or env.bool("PAYPILOT_Q_SYNC", default=False),
 }
 if REDIS_URL:
@@ -167,6 +171,9 @@ PAYPILOT_WORKERS_STALE_SECONDS = env.int("PAYPILOT_WORKERS_STALE_SECONDS", defau
 # clears it at once in the activating process, others follow within this many seconds.
 PAYPILOT_RULES_CACHE_SECONDS = env.int("PAYPILOT_RULES_CACHE_SECONDS", default=10)
 PAYPILOT_HEALTH_REQUIRE_WORKERS = env.bool("PAYPILOT_HEALTH_REQUIRE_WORKERS", default=False)
+# Seconds `manage.py run_workers` (the Procfile's worker) gives a stopping cluster to finish
+# the tasks in hand before it is killed; `manage.py serve` waits this long plus 2 s.
+PAYPILOT_WORKER_STOP_GRACE = env.float("PAYPILOT_WORKER_STOP_GRACE", default=4.0)
 if int(Q_CLUSTER["retry"]) <= int(Q_CLUSTER["timeout"]):  # type: ignore[call-overload]
     raise ImproperlyConfigured("Q_CLUSTER retry must be greater than timeout")
 

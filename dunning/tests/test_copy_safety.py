@@ -101,7 +101,8 @@ def test_payment_failed_falls_back_to_the_neutral_copy(tenant, api_client_for) -
 
 @pytest.mark.django_db
 def test_payment_failed_batch_applies_the_same_rule(tenant, api_client_for) -> None:  # type: ignore[no-untyped-def]
-    legit = {**ISSUE_BODY, "customer_id": "cust_ok", "customer_name": "José Müller-O'Brien", "plan": "Acme Pro (annual)"}
+    legit = {**ISSUE_BODY, "customer_id": "cust_ok", "customer_name": "José Müller-O'Brien",
+             "plan": "Acme Pro (annual)"}
     response = _post(api_client_for(tenant), "/payment-failed/batch", {"events": [ISSUE_BODY, legit]})
     hostile, ok = response.json()["results"]
     _neutral(hostile)
