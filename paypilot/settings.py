@@ -16,6 +16,22 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _site_dir() -> Path:
+    """Where the project-wide `templates/` and `static/` are: beside the apps in a checkout
+    (the design's layout), `<prefix>/share/paypilot/` in an installed wheel (pyproject's
+    data-files put them there; `<prefix>` is the one this package was installed under)."""
+    if (BASE_DIR / "templates").is_dir():
+        return BASE_DIR
+    here = Path(__file__).resolve().parents  # <prefix>/lib/pythonX.Y/site-packages/paypilot/
+    for prefix in ([here[4]] if len(here) > 4 else []) + [Path(sys.prefix)]:
+        if (prefix / "share" / "paypilot" / "templates").is_dir():
+            return prefix / "share" / "paypilot"
+    return BASE_DIR
+
+
+SITE_DIR = _site_dir()
 FACTS_DIR = Path(os.environ.get("PAYPILOT_FACTS_DIR", BASE_DIR.parent / "shared" / "facts"))
 
 env = environ.Env()
@@ -78,7 +94,7 @@ WSGI_APPLICATION = "paypilot.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "paypilot" / "templates"],  # first, so the admin overrides win
+        "DIRS": [SITE_DIR / "templates"],  # project-wide, first, so the admin overrides win
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -207,6 +223,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+STATICFILES_DIRS = [SITE_DIR / "static"]  # project-wide; each app's own are in <app>/static/
 STATIC_ROOT = env.path("DJANGO_STATIC_ROOT", default=BASE_DIR / "var" / "static")
 
 # --- logging: one JSON line per request on the paypilot.access logger ---------------------
