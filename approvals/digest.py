@@ -32,6 +32,7 @@ from django.utils import timezone
 from approvals.mailer import ComposedEmail, DeliveryError, email_deliver
 from approvals.models import AdminMembership, ApprovalRequest, DigestPreference, DigestSend
 from approvals.services import APPROVE_PERMISSION
+from dunning.slots import line_check
 from ledger.money import format_minor
 from paypilot.models import Tenant
 from paypilot.services import audit_record
@@ -90,6 +91,14 @@ def _review_url(approval_id: int) -> str:
     return f"{settings.PAYPILOT_PUBLIC_BASE_URL.rstrip('/')}{path}"
 
 
+def _digest_subject(approval_id: int, subject: str) -> str:
+    """A draft's subject as the digest may show it: the copy rule of `dunning.slots` (no
+    link, scheme, markup, bidi or zero-width characters), else a neutral line naming the
+    draft; the approver sees the full subject on the review page."""
+    check = line_check(subject)
+    return check.value or f"Draft #{approval_id} (subject not shown: {check.reason or 'empty'})"
+
+
 def _tenants_of(user: Any) -> list[Tenant]:
     """Active tenants the user approves for: their membership's, or all for a platform admin."""
     membership = AdminMembership.objects.select_related("tenant").filter(user=user).first()
@@ -121,7 +130,7 @@ def digest_lines(*, user: Any, now: datetime) -> tuple[list[DigestLine], int]:
             for row in rows:
                 invoice = row.invoice
                 lines.append(DigestLine(
-                    approval_id=row.pk, tenant=tenant.slug, subject=row.subject,
+                    approval_id=row.pk, tenant=tenant.slug, subject=_digest_subject(row.pk, row.subject),
                     amount=f"{format_minor(invoice.amount_minor, invoice.currency)} {invoice.currency}",
                     amount_minor=invoice.amount_minor, invoice=invoice.external_invoice_id,
                     requested_at=row.requested_at, waiting=_span(now - row.requested_at),

@@ -15,7 +15,7 @@ import re
 from django.template.loader import render_to_string
 
 from dunning.catalogue import BASE_LOCALE, catalogue
-from dunning.guards import safe_field
+from dunning.slots import safe_field
 from paypilot.branding import brand_colour_or_default, logo_url_or_none, text_colour_on
 from paypilot.models import Tenant
 
@@ -36,15 +36,16 @@ def email_html_render(*, tenant: Tenant, locale: str, subject: str, body: str, l
     books = catalogue()
     used = locale if locale in books.available_locales() else BASE_LOCALE
     business = tenant.email_name
-    # The footer sentence takes the same slot phrase the copy does: an unsafe name (a link,
-    # markup) becomes "the billing team" there; the header still shows it, escaped, and the
-    # send gates judge it.
-    business_phrase = books.slot_value(used, "business", safe_field(business))
+    # The header and the footer take the same slot rule the copy does (dunning.slots): an
+    # unsafe name (a link, markup, bidi or zero-width characters) becomes the neutral
+    # phrase ("The billing team") in both; a kept one is still escaped by the template.
+    safe_business = safe_field(business)
+    business_phrase = books.slot_value(used, "business", safe_business)
     colour = brand_colour_or_default(tenant.brand_colour)
     return render_to_string(TEMPLATE, {
         "lang": used,
         "subject": subject,
-        "business": business,
+        "business": safe_business or business_phrase,
         "logo_url": logo_url_or_none(tenant.logo_url),
         "colour": colour,
         "button_text": text_colour_on(colour),

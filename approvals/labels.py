@@ -8,7 +8,7 @@ never hidden.
 
 from __future__ import annotations
 
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 FAILURE_REASONS: dict[str, str] = {
@@ -104,6 +104,20 @@ REFUSAL_SOURCES: dict[str, str] = {
 }
 
 
+# dunning.slots reason codes: why a customer, plan or company value was left out of the copy.
+DROPPED_FIELDS: dict[str, str] = {"name": "Customer name", "plan": "Plan name", "business": "Company name"}
+DROPPED_REASONS: dict[str, str] = {
+    "too_long": "too long to be a name",
+    "control_character": "hidden or control characters",
+    "markup": "markup or template characters",
+    "url_or_scheme": "looks like a link",
+    "email_address": "an email address",
+    "long_digits": "a long number",
+    "instruction": "reads as an instruction",
+    "secret_shaped": "looks like a key or token",
+}
+
+
 def words(code: str) -> str:
     """A code nobody wrote a label for, as words: `max_touches` -> "Max touches"."""
     text = code.replace("_", " ").strip()
@@ -121,3 +135,11 @@ def code_html(table: dict[str, str], code: str | None) -> SafeString:
     if not code:
         return format_html("{}", "-")
     return format_html('<span class="pp-code" title="{}" data-code="{}">{}</span>', code, code, label(table, code))
+
+
+def dropped_html(entries: list[dict[str, str]] | None) -> SafeString:
+    """The review page's line for values the copy left out: "Customer name: looks like a link"."""
+    parts = [format_html("{}: {}", label(DROPPED_FIELDS, str(e.get("field", ""))),
+                         code_html(DROPPED_REASONS, str(e.get("reason", ""))))
+             for e in (entries or []) if isinstance(e, dict)]
+    return format_html_join("; ", "{}", ((p,) for p in parts)) if parts else format_html("{}", "")

@@ -1,4 +1,4 @@
-"""Fail-closed checks on outgoing copy (`guard_check`) and on untrusted slot values (`safe_field`).
+"""Fail-closed checks on outgoing copy (`guard_check`); untrusted slot values are `dunning.slots`.
 
 `guard_check` is the output guard: the LLM path swaps a failing draft for the committed
 template, and approvals re-runs it on edited drafts and as a send gate. It allows links
@@ -370,44 +370,3 @@ def guard_check(*, subject: str, body: str, html_body: str | None = None,
     if _PLACEHOLDERS.search(text):
         reasons.append(LEFTOVER_PLACEHOLDER)
     return GuardVerdict(ok=not reasons, reasons=reasons)
-
-
-# --- untrusted slot values --------------------------------------------------------------
-
-MAX_FIELD_LENGTH = 80
-_CONTROL_OR_MARKUP = re.compile(r"[\x00-\x1f\x7f{}\[\]<>`\\|]")
-_EMAILISH = re.compile(r"@")
-_LONG_DIGITS = re.compile(r"\d[\d\s-]{5,}\d")
-# Text addressed to a model rather than naming a customer or a plan.
-_INSTRUCTION = re.compile(
-    r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instruction|instructions|previous|above|prompt|rules)\b"
-    r"|\b(?:system|assistant|developer)\s*:"
-    r"|\badd (?:this|a|the) link\b"
-)
-
-
-@lru_cache(maxsize=4096)  # the same tenant, plan and customer names recur on every request
-def safe_field(value: str | None) -> str | None:
-    """A customer or event string fit to be shown to a customer, or None (use the fallback).
-
-    The same gate serves the template path and the prompt: anything carrying a link, an
-    email address, a secret, a long digit run, markup, an instruction or excessive length
-    is dropped whole rather than trimmed, because a trimmed attack is still an attack.
-    """
-    if not value:
-        return None
-    text = " ".join(str(value).split())
-    if not text or len(text) > MAX_FIELD_LENGTH:
-        return None
-    if (
-        _CONTROL_OR_MARKUP.search(text)
-        or _EMAILISH.search(text)
-        or _LONG_DIGITS.search(text)
-        or _INSTRUCTION.search(text)
-        or _SCHEME_URL.search(text)
-        or _WWW.search(text)
-        or _BARE_DOMAIN.search(text)
-        or _SECRETS.search(text)
-    ):
-        return None
-    return text

@@ -32,6 +32,9 @@ class Draft(models.Model):
     source = models.CharField(max_length=16, choices=Source.choices)
     fallback_used = models.BooleanField(default=False)  # LLM path ran but the template was kept
     guard_verdict = models.JSONField(default=dict)  # {"ok": bool, "reasons": [...]} of the LLM draft
+    # [{"field": "name"|"plan"|"business", "reason": code}]: outside values the copy left out
+    # (dunning.slots); the value itself is never stored here.
+    dropped_fields = models.JSONField(default=list, db_default=[], blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

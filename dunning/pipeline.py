@@ -26,9 +26,9 @@ from decisions.rules import (
 from decisions.selectors import rule_table_active
 from dunning.catalogue import catalogue
 from dunning.drafting import llm_redraft
-from dunning.guards import safe_field
 from dunning.retrieval import get_retriever
 from dunning.selectors import CustomerRow, customer_row_get
+from dunning.slots import dropped_entry, slot_check
 from dunning.state import CustomerFacts, RecoveryInput, RecoveryState
 from ledger.models import Customer
 from ledger.money import currency_normalise, to_major
@@ -39,17 +39,24 @@ UNRECOGNISED_CODE = "unrecognised"  # stands in for a failure code that is not c
 __all__ = ["STEPS", "CustomerFacts", "RecoveryInput", "RecoveryState", "run_pipeline"]
 
 
+def _slots(name: str | None, plan: str | None) -> tuple[str | None, str | None, tuple[dict[str, str], ...]]:
+    checks = {"name": slot_check(name), "plan": slot_check(plan)}
+    dropped = tuple(e for f, c in checks.items() if (e := dropped_entry(f, c)) is not None)
+    return checks["name"].value, checks["plan"].value, dropped
+
+
 def _facts_from(record: Customer | CustomerRow | None, event: RecoveryInput, currency: str) -> CustomerFacts:
     if record is None:
-        return CustomerFacts(on_record=False, name=safe_field(event.customer_name),
-                             email=event.customer_email or None, plan=safe_field(event.plan),
-                             locale_tag=event.locale, mrr_minor=None, history=())
+        name, plan, dropped = _slots(event.customer_name, event.plan)
+        return CustomerFacts(on_record=False, name=name, email=event.customer_email or None, plan=plan,
+                             locale_tag=event.locale, mrr_minor=None, history=(), dropped=dropped)
     statuses = tuple(str(e.get("status", "")) for e in record.payment_history if isinstance(e, dict))
     # MRR recorded in another currency cannot be added to this amount.
     same_currency = (record.currency or "").upper() == currency
-    return CustomerFacts(on_record=True, name=safe_field(record.name), email=record.email or None,
-                         plan=safe_field(record.plan), locale_tag=record.locale,
-                         mrr_minor=record.mrr_minor if same_currency else None, history=statuses)
+    name, plan, dropped = _slots(record.name, record.plan)
+    return CustomerFacts(on_record=True, name=name, email=record.email or None, plan=plan,
+                         locale_tag=record.locale, mrr_minor=record.mrr_minor if same_currency else None,
+                         history=statuses, dropped=dropped)
 
 
 def retrieve_context(state: RecoveryState) -> None:
@@ -63,8 +70,11 @@ def retrieve_context(state: RecoveryState) -> None:
     state.failure_code = event.failure_code if _CODE.match(event.failure_code or "") else UNRECOGNISED_CODE
     # The language comes from the customer record (or the event's own field), never a currency.
     state.locale = catalogue().resolve(state.customer.locale_tag)
-    tenant_name = state.tenant.name if state.tenant is not None else ""
-    state.business = safe_field(tenant_name) or safe_field(settings.PAYPILOT_BUSINESS_NAME)
+    state.dropped_fields = list(state.customer.dropped)
+    tenant_check = slot_check(state.tenant.name if state.tenant is not None else "")
+    if (entry := dropped_entry("business", tenant_check)) is not None:
+        state.dropped_fields.append(entry)
+    state.business = tenant_check.value or slot_check(settings.PAYPILOT_BUSINESS_NAME).value
     topic = state.failure_code if state.failure_code in FAILURE_CODES else "unknown decline reasons"
     state.passages = get_retriever().search(topic.replace("_", " "))
 
@@ -166,6 +176,7 @@ def finalize(state: RecoveryState) -> None:
         "source": state.source,
         "fallback_used": state.fallback_used,
         "playbook": [p.id for p in state.passages],
+        "dropped_fields": list(state.dropped_fields),
     }
 
 

@@ -47,6 +47,9 @@ RECOVERY_PLAN = inline_serializer("RecoveryPlan", {
     "impact": _IMPACT,
     "source": serializers.ChoiceField(choices=["template", "llm"], help_text="who wrote the copy"),
     "fallback_used": serializers.BooleanField(), "playbook": serializers.ListField(child=serializers.CharField()),
+    "dropped_fields": serializers.ListField(
+        child=inline_serializer("DroppedField", {"field": serializers.CharField(), "reason": serializers.CharField()}),
+        help_text="customer or plan values left out of the copy (name, plan, business) and the reason code"),
 })
 _CURRENCY_ROLLUP = inline_serializer("ImpactByCurrency", {
     "count": serializers.IntegerField(), "high_risk_count": serializers.IntegerField(),

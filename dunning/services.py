@@ -74,6 +74,7 @@ def _store_many(items: list[tuple[RecoveryState, Invoice | None]], *, tenant: Te
                 tenant=tenant, invoice=invoice, decision=record, subject=state.subject[:300], body=state.body,
                 diagnosis=state.diagnosis, locale=state.locale.used,  # type: ignore[union-attr]
                 source=state.source, fallback_used=state.fallback_used, guard_verdict=verdict,
+                dropped_fields=state.dropped_fields,
             ))
             out.append(drafts[-1])
         rows_insert(drafts)
@@ -82,6 +83,7 @@ def _store_many(items: list[tuple[RecoveryState, Invoice | None]], *, tenant: Te
                 "draft": draft.pk, "decision": draft.decision_id, "invoice": draft.invoice_id,
                 "rule_fired": draft.decision.rule_fired if draft.decision else "", "source": draft.source,
                 "fallback_used": draft.fallback_used, "locale": draft.locale,
+                **({"dropped_fields": draft.dropped_fields} if draft.dropped_fields else {}),
             })
             for draft in drafts
         ] + skipped)

@@ -44,12 +44,13 @@ class RecoveryInput:
 @dataclass(frozen=True)
 class CustomerFacts:
     on_record: bool
-    name: str | None  # already through safe_field
+    name: str | None  # already through dunning.slots
     email: str | None  # masked on the LLM path, never rendered
-    plan: str | None  # already through safe_field
+    plan: str | None  # already through dunning.slots
     locale_tag: str
     mrr_minor: int | None
     history: tuple[str, ...]  # statuses, oldest first
+    dropped: tuple[dict[str, str], ...] = ()  # {"field", "reason"} per value left out of the copy
 
 
 @dataclass
@@ -75,4 +76,5 @@ class RecoveryState:
     source: str = "template"
     fallback_used: bool = False
     guard_verdict: GuardVerdict | None = None
+    dropped_fields: list[dict[str, str]] = field(default_factory=list)  # name, plan, business
     result: dict[str, Any] = field(default_factory=dict)

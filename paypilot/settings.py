@@ -16,6 +16,22 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _site_dir() -> Path:
+    """Where the project-wide `templates/` and `static/` are: beside the apps in a checkout
+    (the design's layout), `<prefix>/share/paypilot/` in an installed wheel (pyproject's
+    data-files put them there; `<prefix>` is the one this package was installed under)."""
+    if (BASE_DIR / "templates").is_dir():
+        return BASE_DIR
+    here = Path(__file__).resolve().parents  # <prefix>/lib/pythonX.Y/site-packages/paypilot/
+    for prefix in ([here[4]] if len(here) > 4 else []) + [Path(sys.prefix)]:
+        if (prefix / "share" / "paypilot" / "templates").is_dir():
+            return prefix / "share" / "paypilot"
+    return BASE_DIR
+
+
+SITE_DIR = _site_dir()
 FACTS_DIR = Path(os.environ.get("PAYPILOT_FACTS_DIR", BASE_DIR.parent / "shared" / "facts"))
 
 env = environ.Env()
@@ -78,7 +94,7 @@ WSGI_APPLICATION = "paypilot.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "paypilot" / "templates"],  # first, so the admin overrides win
+        "DIRS": [SITE_DIR / "templates"],  # project-wide, first, so the admin overrides win
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -145,6 +161,10 @@ Q_CLUSTER: dict[str, object] = {
     # every ten webhook batches, each new one loading the rules, templates and a connection
     # again: the PostgreSQL drain ran at 352/s with 500 and 483/s with 5,000 (benchmarks.md).
     "recycle": env.int("PAYPILOT_Q_RECYCLE", default=5000),
+    # Tasks handed to the workers ahead of time (django-q2's default: workers squared). A
+    # stopping cluster runs these too before it exits, so one each bounds the stop
+    # (`manage.py run_workers`, PAYPILOT_WORKER_STOP_GRACE).
+    "queue_limit": env.int("PAYPILOT_Q_WORKERS", default=2),  # = workers
     "sync": TESTING or env.bool("PAYPILOT_Q_SYNC", default=False),
 }
 if REDIS_URL:
@@ -167,6 +187,9 @@ PAYPILOT_WORKERS_STALE_SECONDS = env.int("PAYPILOT_WORKERS_STALE_SECONDS", defau
 # clears it at once in the activating process, others follow within this many seconds.
 PAYPILOT_RULES_CACHE_SECONDS = env.int("PAYPILOT_RULES_CACHE_SECONDS", default=10)
 PAYPILOT_HEALTH_REQUIRE_WORKERS = env.bool("PAYPILOT_HEALTH_REQUIRE_WORKERS", default=False)
+# Seconds `manage.py run_workers` (the Procfile's worker) gives a stopping cluster to finish
+# the tasks in hand before it is killed; `manage.py serve` waits this long plus 2 s.
+PAYPILOT_WORKER_STOP_GRACE = env.float("PAYPILOT_WORKER_STOP_GRACE", default=4.0)
 if int(Q_CLUSTER["retry"]) <= int(Q_CLUSTER["timeout"]):  # type: ignore[call-overload]
     raise ImproperlyConfigured("Q_CLUSTER retry must be greater than timeout")
 
@@ -200,6 +223,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+STATICFILES_DIRS = [SITE_DIR / "static"]  # project-wide; each app's own are in <app>/static/
 STATIC_ROOT = env.path("DJANGO_STATIC_ROOT", default=BASE_DIR / "var" / "static")
 
 # --- logging: one JSON line per request on the paypilot.access logger ---------------------

@@ -66,7 +66,7 @@ export DATABASE_URL="$APP_URL"
 .venv/bin/granian --interface wsgi --host 127.0.0.1 --port "$PORT" --workers 2 --blocking-threads 2 paypilot.wsgi:application \
   >"$WORK/web.log" 2>&1 &
 pids+=($!)
-PAYPILOT_LOG_LEVEL=DEBUG $PY manage.py qcluster >"$WORK/qcluster.log" 2>&1 &
+PAYPILOT_LOG_LEVEL=DEBUG $PY manage.py run_workers >"$WORK/qcluster.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 60); do
   curl -fsS -H "X-Forwarded-Proto: https" "http://127.0.0.1:$PORT/health" >"$WORK/health.json" 2>/dev/null && break

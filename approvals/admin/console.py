@@ -102,6 +102,7 @@ def _review_labels(obj: ApprovalRequest) -> dict[str, Any]:
         "reason": code_html(labels.FAILURE_REASONS, decision.failure_code if decision else obj.invoice.failure_code),
         "action": code_html(labels.ACTIONS, decision.action) if decision else "-",
         "risk": code_html(labels.RISKS, decision.churn_risk) if decision else "-",
+        "dropped": labels.dropped_html(obj.draft.dropped_fields),
         "suppressed": [(row, code_html(labels.REASONS, row.reason))
                        for row in obj.suppressed.order_by("-created_at")[:20]],
     }

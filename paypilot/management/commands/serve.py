@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from honcho import manager as honcho_manager
 from honcho.environ import expand_processes, parse_procfile
 from honcho.manager import SIGNALS, Manager
 
@@ -40,8 +41,12 @@ class Command(BaseCommand):
                    PAYPILOT_WORKER_RESTART=str(worker_restart), PYTHONUNBUFFERED="1")
         manager = Manager()
         # Each process runs in its own session (honcho's default): a Ctrl-C reaches only this
-        # leader, which stops every process group with TERM, then KILL after 5 s. So no
-        # worker is ever signalled twice or left behind.
+        # leader, which stops every process group with TERM, then KILL after KILL_WAIT
+        # seconds. So no worker is ever signalled twice or left behind. The worker stops by
+        # itself within PAYPILOT_WORKER_STOP_GRACE (run_workers); the KILL is only for a
+        # process that hangs, so honcho waits a little longer than that grace.
+        honcho_manager.KILL_WAIT = max(honcho_manager.KILL_WAIT,  # type: ignore[attr-defined]
+                                       int(settings.PAYPILOT_WORKER_STOP_GRACE) + 2)
         for params in expand_processes(processes, env=env):
             manager.add_process(params.name, params.cmd, quiet=params.quiet, env=params.env,
                                 cwd=str(settings.BASE_DIR))
