@@ -160,7 +160,9 @@ class McpApi(APIView):
     get = post
     delete = post
 
-    def handle_exception(self, exc: Exception) -> HttpResponse:
+    # DRF's stubs say Response, but finalize_response takes any HttpResponseBase: the JSON-RPC
+    # refusal is a plain HttpResponse so that no renderer rewrites the protocol's body.
+    def handle_exception(self, exc: Exception) -> HttpResponse:  # type: ignore[override]
         response = super().handle_exception(exc)
         data = getattr(response, "data", None)
         if not isinstance(data, dict) or response.status_code < 400:
