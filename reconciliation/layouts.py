@@ -24,6 +24,7 @@ from reconciliation.formats import (
     normalise_header,
     sniff_delimiter,
 )
+from reconciliation.formats.layout import line_item_continuation
 from reconciliation.shop_headers import ORDER_HEADERS
 
 PREVIEW_ROWS = 5
@@ -242,9 +243,13 @@ def suggestion_build(*, kind: str, sampled: SampledFile, columns: dict[str, str]
     if date_format and not missing:
         spec = LayoutSpec(columns=columns, date_format=date_format, decimal_separator=decimal_separator,
                           delimiter=delimiter)
+        previous_order = ""
         try:
             for line, cells in enumerate(sample[:PREVIEW_ROWS], start=2):
                 raw = {name: cells[index[h]].strip() for name, h in columns.items()}
+                if line_item_continuation(kind, raw, previous_order):
+                    continue
+                previous_order = raw.get("order_id", "") if kind == "orders" else ""
                 preview.append(_json_safe(canonical_row(kind=kind, raw=raw, spec=spec, line=line)))
         except FileRefused as exc:
             notes.append(f"preview stopped: line {exc.line}, {exc.column}: {exc.message}")

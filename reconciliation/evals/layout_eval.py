@@ -4,8 +4,10 @@
 WooCommerce in four languages, Magento, BigCommerce, Shopware, PrestaShop, a shop storing
 Mollie ids), a few sample rows each, and `<name>.expected.json`: the columns a person maps
 for the required fields and the payment reference, the date format (null with `ambiguous`
-when the values fit day-first and month-first alike) and the decimal separator. The sources
-of the platforms' headers are in `reconciliation/shop_headers.py`.
+when the values fit day-first and month-first alike) and the decimal separator. Where it
+has `orders`, the whole file imported through the suggested layout must give exactly those
+orders and totals (exports with a row per line item; their `preview_rows` count orders).
+The sources of the platforms' headers are in `reconciliation/shop_headers.py`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from reconciliation.formats import FileRefused, LayoutSpec, parse_with_layout
 from reconciliation.layouts import layout_suggest
 
 LAYOUTS_DIR = Path(__file__).resolve().parent / "layouts"
@@ -37,6 +40,19 @@ def layout_case_check(path: Path, expected: dict[str, Any]) -> dict[str, Any]:
     if expected.get("ambiguous") and not any("ambiguous" in note for note in suggestion["notes"]):
         wrong["ambiguous"] = {"expected": "a note saying the dates are ambiguous", "got": suggestion["notes"]}
     rows = sum(1 for line in path.read_text(encoding="utf-8").splitlines()[1:] if line.strip())
-    if expected["date_format"] and len(suggestion["preview"]) != min(rows, 5):
-        wrong["preview"] = {"expected": min(rows, 5), "got": len(suggestion["preview"]), "notes": suggestion["notes"]}
+    # An export with a row per line item previews its orders, not its rows.
+    previewed = expected.get("preview_rows", min(rows, 5))
+    if expected["date_format"] and len(suggestion["preview"]) != previewed:
+        wrong["preview"] = {"expected": previewed, "got": len(suggestion["preview"]), "notes": suggestion["notes"]}
+    if "orders" in expected and not wrong:
+        # The whole file imported through the suggested layout: one row per order, its total.
+        spec = LayoutSpec(columns=suggestion["columns"], date_format=suggestion["date_format"],
+                          decimal_separator=suggestion["decimal_separator"], delimiter=suggestion["delimiter"])
+        try:
+            parsed = parse_with_layout(path.read_text(encoding="utf-8"), kind=expected["kind"], spec=spec)
+            got = {row["order_id"]: row["amount_minor"] for row in parsed.rows}
+        except FileRefused as exc:
+            got = {"refused": f"line {exc.line}: {exc.message}"}
+        if got != expected["orders"]:
+            wrong["orders"] = {"expected": expected["orders"], "got": got}
     return wrong

@@ -65,13 +65,29 @@ def _layout_rows(
     width = len(header)
     single = {name: p[0][1] for name, p in positions.items() if len(p) == 1 and p[0][0] == 1}
     multi = {name: p for name, p in positions.items() if name not in single}
+    previous_order = ""
     for line, cells in body:
         if len(cells) != width:
             raise FileRefused(REASON_WRONG_COLUMNS, f"{len(cells)} cells, the header has {width}", line=line)
         raw: dict[str, Any] = {name: cells[i].strip() for name, i in single.items()}
         for name, parts in multi.items():
             raw[name] = [(sign, cells[i].strip()) for sign, i in parts]
+        if line_item_continuation(kind, raw, previous_order):
+            continue
+        previous_order = raw.get("order_id", "") if kind == "orders" else ""
         yield canonical_row(kind=kind, raw=raw, spec=spec, line=line)
+
+
+def line_item_continuation(kind: str, raw: dict[str, Any], previous_order: str) -> bool:
+    """A further line item of the order on the row above, as shop exports with one row per
+    item write it (Shopify, WooCommerce and Magento item exports): the same order id with the
+    order's total left empty. It adds nothing to the order, so it is passed over;
+    a repeated id that carries a total is a row of its own and is read (and checked) as one."""
+    if kind != "orders" or not previous_order or raw.get("order_id") != previous_order:
+        return False
+    amount = raw.get("amount")
+    amount_empty = not (any(t for _, t in amount) if isinstance(amount, list) else amount)
+    return amount_empty
 
 
 def canonical_row(*, kind: str, raw: dict[str, Any], spec: LayoutSpec, line: int) -> dict[str, Any]:
