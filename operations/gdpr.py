@@ -6,10 +6,9 @@ table added later that points at one of those), the decision rows naming their i
 `invoice_ref`, rows one key away (a draft's decision record), and rows holding the salted
 hash of their e-mail address instead of the address (`records.HASHED_EMAIL_COLUMNS`: the
 orders of a shop export imported for reconciliation, whose order ids and payment references
-then count as their identifiers). Rows elsewhere in the
-tenant that *mention* them (a raw webhook body, a stored API response) are found by
-searching every text, JSON and binary column for their name, e-mail, identifiers and free
-text.
+then count as their identifiers). Rows elsewhere in the tenant that *mention* them (a raw
+webhook body, a stored API response) are found by searching every text, JSON and binary
+column for their name, e-mail, identifiers and free text.
 
 Erasure keeps what the figures need and removes the person:
 - columns with choices and code columns (`KEEP_COLUMNS`: currency, state, failure code...)
@@ -108,6 +107,11 @@ class Subject:
     @cached_property  # read once subject_find has filled `terms`
     def term_matcher(self) -> TermMatcher:
         return TermMatcher(self.terms)
+
+    @cached_property  # after subject_find: every term and name part (longest first), one pattern and lowered
+    def words(self) -> tuple[re.Pattern[str], tuple[str, ...]]:
+        words = [*self.terms, *self.name_parts]
+        return re.compile("|".join(map(re.escape, words)) or "(?!)", re.IGNORECASE), tuple(w.lower() for w in words)
 
     def hash_identifiers(self, text: str) -> str:
         return self.identifier_matcher.sub(text, pii_hash)
@@ -254,8 +258,6 @@ def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str |
     return subject
 
 
-# --- export ---------------------------------------------------------------------------------
-
 def subject_export(*, subject: Subject, stream: IO[str] | TextIOBase, actor: str = "system") -> int:
     """Write the subject's records to `stream` as one JSON document, a row per line, read a
     chunk of keys at a time (never the whole document in memory); the access is audited
@@ -281,12 +283,8 @@ def subject_export(*, subject: Subject, stream: IO[str] | TextIOBase, actor: str
         return written
 
 
-# --- erasure --------------------------------------------------------------------------------
-
 def _redact_plain(text: str, subject: Subject) -> str:
-    for term in [*subject.terms, *subject.name_parts]:
-        text = re.sub(re.escape(term), ERASED, text, flags=re.IGNORECASE)
-    return subject.hash_identifiers(text)
+    return subject.hash_identifiers(subject.words[0].sub(ERASED, text))
 
 
 def _redact_text(text: str, subject: Subject) -> str:
@@ -312,7 +310,7 @@ def _redact_json(value: Any, subject: Subject, *, payload: bool) -> Any:
         if value in subject.identifiers:
             return pii_hash(value)
         lowered = value.lower()
-        if any(term.lower() in lowered for term in [*subject.terms, *subject.name_parts]):
+        if any(word in lowered for word in subject.words[1]):
             return ERASED
         if payload and value and not _CODE_LIKE.match(value):
             return ERASED
