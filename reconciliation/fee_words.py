@@ -19,7 +19,8 @@ OTHER = "other"  # a number that is no contract term (refunds, FX, instant payou
 # reserve and a payout ("10% of each payout is held as a reserve") is about the reserve.
 VOCABULARY: dict[str, str] = {
     "reserve": r"reserve|r[ée]serve|rücklage|sicherheitseinbehalt|einbehalt|retenci[óo]n|fondo de garant[íi]a",
-    "chargeback": r"charge[\s-]?backs?|disputes?|disputed|r[üu]ckbelastung(?:en)?|litiges?|contracargos?"
+    "chargeback": r"charge[\s-]?backs?|disputes?|disputed|r[üu]ckbelastung(?:en)?|r[üu]ckbuchung(?:en)?"
+                  r"|streitf[äa]ll(?:e)?|litiges?|r[ée]trofacturations?|contracargos?"
                   r"|retrocargos?|disputas?|impay[ée]s?|inquir(?:y|ies)|returned if you win|if you win",
     "international": r"international|cross[\s-]?border|foreign|non[\s-]?domestic|outside (?:the )?(?:eea|eu|us|uk"
                      r"|united states|united kingdom|european)|non[\s-]?(?:eea|eu|us|uk|european)|ausl[äa]ndisch"

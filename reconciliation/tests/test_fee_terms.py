@@ -42,6 +42,12 @@ def test_base_fee_fixed_fee_surcharge_and_a_zero_reserve(text: str) -> None:
     ("Kartenzahlungen: 2,9 % zzgl. 0,30 € pro Transaktion. Rückbelastung: 15,00 €. "
      "Auszahlung nach 2 Bankarbeitstagen.",
      {"percentage_fee": "2.9", "fixed_fee": "0.30", "chargeback_fee": "15.00", "payout_delay": "2"}),
+    # The common German and French words for a chargeback, in compounds too.
+    ("Kartenzahlungen: 1,4 % + 0,25 € pro Transaktion. Rückbuchungsgebühr: 15,00 €. "
+     "Auszahlung nach 2 Bankarbeitstagen.",
+     {"percentage_fee": "1.4", "fixed_fee": "0.25", "chargeback_fee": "15.00", "payout_delay": "2"}),
+    ("Cartes : 1,5 % + 0,25 € par transaction. Frais de rétrofacturation : 15,00 €. Versement sous 3 jours ouvrés.",
+     {"percentage_fee": "1.5", "fixed_fee": "0.25", "chargeback_fee": "15.00", "payout_delay": "3"}),
     ("Cards 2.9% + 30¢ per charge, plus 1.5% for international cards; $15 per chargeback, returned if you win; "
      "payouts weekly on Mondays",
      {"percentage_fee": "2.9", "fixed_fee": "0.30", "international_surcharge": "1.5", "chargeback_fee": "15",
