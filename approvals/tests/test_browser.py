@@ -143,10 +143,25 @@ WORKSPACE_PEOPLE = [
 ]
 
 
+def _long_lived_ids(*tables: str, start: int = 123456) -> None:
+    """Move the tables' id sequences on, as years of use would (a five- and six-digit id
+    once pushed the approval list 2 px past its box)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table in tables:
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), %s)", [table, start])
+            else:
+                cursor.execute("DELETE FROM sqlite_sequence WHERE name = %s", [table])
+                cursor.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (%s, %s)", [table, start])
+
+
 @pytest.fixture
 def morning(append_only_flushable, settings):  # type: ignore[no-untyped-def]
     """Ten drafts waiting (one high value, one expiring within the hour, one for an invoice
-    paid since: withdrawn), a dry-run refusal this week; sending switched off."""
+    paid since: withdrawn), a dry-run refusal this week; sending switched off. Ids are those
+    of a long-lived tenant (six digits): the console must still fit its screen."""
     from datetime import timedelta
 
     from django.utils import timezone
@@ -154,6 +169,7 @@ def morning(append_only_flushable, settings):  # type: ignore[no-untyped-def]
     from decisions.tests.factories import DecisionRecordFactory
     from ledger.services import invoice_transition
 
+    _long_lived_ids("approvals_approvalrequest", "dunning_draft", "ledger_invoice")
     finance_group()
     settings.PAYPILOT_SEND_EMAIL = False
     settings.PAYPILOT_ALLOWED_RECIPIENTS = ["*"]
