@@ -46,7 +46,7 @@ from typing import IO, Any
 from django.db import connection, models
 
 from ledger.models import Customer, Invoice
-from operations import records
+from operations import keyed_sql, records
 from operations.gdpr_scan import find_mentions
 from operations.matching import IdentifierMatcher, TermMatcher
 from paypilot.db import append_only_override
@@ -97,6 +97,7 @@ class Subject:
     # they are removed only from rows already known to be about the subject.
     name_parts: list[str] = field(default_factory=list)
     identifiers: set[str] = field(default_factory=set)  # matched as whole tokens
+    _hashes: dict[str, str] = field(default_factory=dict, repr=False)
 
     @cached_property  # read once subject_find has filled `identifiers`
     def identifier_matcher(self) -> IdentifierMatcher:
@@ -113,8 +114,14 @@ class Subject:
         words = [*self.terms, *self.name_parts]
         return re.compile("|".join(map(re.escape, words)) or "(?!)", re.IGNORECASE), tuple(w.lower() for w in words)
 
+    def hashed(self, value: str) -> str:
+        """`pii_hash(value)`, once per value: an invoice id recurs in a dozen rows."""
+        if (known := self._hashes.get(value)) is None:
+            known = self._hashes[value] = pii_hash(value)
+        return known
+
     def hash_identifiers(self, text: str) -> str:
-        return self.identifier_matcher.sub(text, pii_hash)
+        return self.identifier_matcher.sub(text, self.hashed)
 
     @property
     def hash(self) -> str:
@@ -136,11 +143,8 @@ def _forward_neighbours(rows: records.Rows) -> records.Rows:
                 or not records.is_tenant_model(target)
             ):
                 continue
-            pks = {
-                pk for chunk in records.chunked(keys)
-                for pk in model._base_manager.filter(pk__in=chunk, **{f"{f.name}__isnull": False})
-                .values_list(f.attname, flat=True)
-            }
+            not_null = f"{connection.ops.quote_name(f.column)} IS NOT NULL"
+            pks = {pk for (pk,) in keyed_sql.keys_where(model, "pk", keys, where=not_null, select=[f.attname])}
             if pks:
                 found.setdefault(target, set()).update(pks)
     return found
@@ -156,7 +160,12 @@ def _free_text(value: Any) -> list[str]:
     return []
 
 
-@cache  # asked for every column of every row of a long history
+@cache  # asked for every row of a long history: keyed by the model (a field's own hash is slow Python)
+def _roles(model: type[models.Model]) -> tuple[tuple[models.Field, str], ...]:
+    """(column, keep | hash | erase) for each text column of `model`."""
+    return tuple((f, _column_role(f)) for f in records.text_fields(model))
+
+
 def _column_role(f: models.Field) -> str:
     """keep | hash | erase for one text column of the subject's own rows."""
     if f.name in records.HASHED_EMAIL_COLUMNS:
@@ -176,12 +185,14 @@ def _collect_terms(subject: Subject) -> None:
             if value:
                 terms.add(value)
     for model, keys in subject.linked.items():
-        fields = records.text_fields(model)
+        # Only the columns that give terms are read (not a draft's copy or a stored body).
+        roles = [(f, role) for f, role in _roles(model) if role == "hash" or (role == "erase" and model is Customer)]
+        if not roles:
+            continue
         origins: dict[str, set[str]] = {}
-        for row in _values_in(model, keys, [f.attname for f in fields]):
-            for f in fields:
+        for row in keyed_sql.rows_by_pk(model, keys, [f.attname for f, _ in roles]):
+            for f, role in roles:
                 value = row[f.attname]
-                role = _column_role(f)
                 if role == "hash" and isinstance(value, str) and len(value) >= 4:
                     origins.setdefault(f.attname, set()).add(value)
                 elif role == "erase" and model is Customer:
@@ -201,14 +212,12 @@ def _shared(subject: Subject, model: type[models.Model], column: str, values: se
     demo transition carries (`event_ref = demo_history`) or an id two customers share is not
     the subject's identifier, and hashing it would rewrite other people's rows."""
     own = subject.linked.get(model, set())
-    rows = model._base_manager.all()
-    if records.is_tenant_model(model):
-        rows = rows.filter(tenant=subject.tenant)
-    return {
-        value for chunk in records.chunked(values)
-        for pk, value in rows.filter(**{f"{column}__in": chunk}).values_list("pk", column)
-        if pk not in own
-    }
+    # The tenant is checked here, not in SQL: given `tenant_id = %s` too, both planners walk
+    # the tenant's whole index instead of the column's (a second a column at a million rows).
+    tenant = "tenant" if records.is_tenant_model(model) else "pk"
+    ours = subject.tenant.pk if tenant == "tenant" else None
+    rows = keyed_sql.keys_where(model, column, values, select=["pk", column, tenant])
+    return {value for pk, value, owner in rows if pk not in own and (ours is None or owner == ours)}
 
 
 def _email_name_parts(email: str) -> list[str]:
@@ -219,12 +228,6 @@ def _email_name_parts(email: str) -> list[str]:
     if len(words) < 2 or not all(w.isalpha() and len(w) >= 3 for w in words):
         return []
     return words
-
-
-def _values_in(model: type[models.Model], keys: set[Any], names: list[str]) -> Iterator[dict[str, Any]]:
-    """`values("pk", *names)` of the rows `keys`, a chunk of keys per query."""
-    for chunk in records.chunked(sorted(keys)):
-        yield from model._base_manager.filter(pk__in=chunk).order_by("pk").values("pk", *names)
 
 
 def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str | None = None) -> Subject:
@@ -242,10 +245,8 @@ def subject_find(*, tenant: Tenant, customer_id: str | None = None, email: str |
         raise SubjectNotFound("no customer or order of this tenant matches")
     subject = Subject(tenant=tenant, selector=selector, customers=customers)
     linked = records.closure(Customer, [c.pk for c in customers]) if customers else {}
-    invoice_ids = {
-        ref for chunk in records.chunked(linked.get(Invoice, set()))
-        for ref in Invoice.objects.filter(pk__in=chunk).values_list("external_invoice_id", flat=True)
-    }
+    own_invoices = linked.get(Invoice, set())
+    invoice_ids = {ref for (ref,) in keyed_sql.keys_where(Invoice, "pk", own_invoices, select=["external_invoice_id"])}
     linked = records.merge(linked, records.by_invoice_ref(tenant, invoice_ids))
     # Rows found by hashed e-mail bring no neighbours: the imported file an order row points
     # at holds everybody's orders and is not about the subject.
@@ -308,7 +309,7 @@ def _redact_json(value: Any, subject: Subject, *, payload: bool) -> Any:
         return [_redact_json(v, subject, payload=payload) for v in value]
     if isinstance(value, str):
         if value in subject.identifiers:
-            return pii_hash(value)
+            return subject.hashed(value)
         lowered = value.lower()
         if any(word in lowered for word in subject.words[1]):
             return ERASED
@@ -335,13 +336,12 @@ def _erased_value(f: models.Field, value: Any) -> Any:
     return ""
 
 
-def _own_row_changes(model: type[models.Model], row: dict[str, Any]) -> dict[str, Any]:
+def _own_row_changes(model: type[models.Model], row: dict[str, Any], subject: Subject) -> dict[str, Any]:
     changes = {}
-    for f in records.text_fields(model):
+    for f, role in _roles(model):
         value = row[f.attname]
-        role = _column_role(f)
         if role == "hash" and value:
-            changes[f.attname] = pii_hash(value)
+            changes[f.attname] = subject.hashed(value)
         elif role == "erase" and value not in ("", b"", {}, [], None):
             changes[f.attname] = _erased_value(f, value)
     return changes
@@ -360,7 +360,7 @@ def _mention_changes(model: type[models.Model], row: dict[str, Any], subject: Su
             new = _redact_json(value, subject, payload=False)
             changed = new != value
         else:
-            new = pii_hash(value) if value in subject.identifiers else _redact_text(value, subject)
+            new = subject.hashed(value) if value in subject.identifiers else _redact_text(value, subject)
             changed = new != value
         if changed:
             changes[f.attname] = new
@@ -389,14 +389,14 @@ def _planned(subject: Subject) -> Iterator[tuple[type[models.Model], list[tuple[
     """(model, [(pk, changes)]) a chunk of rows at a time: the subject's own rows, then the
     rows mentioning them. Each row's changes depend on that row and the subject alone."""
     for rows, changes_of in (
-        (subject.linked, lambda model, row: _own_row_changes(model, row)),
+        (subject.linked, lambda model, row: _own_row_changes(model, row, subject)),
         (subject.mentions, lambda model, row: _mention_changes(model, row, subject)),
     ):
         for model in sorted(rows, key=lambda m: m._meta.label):
             names = [f.attname for f in records.text_fields(model)]
             for chunk in records.chunked(sorted(rows[model])):
                 batch = []
-                for row in model._base_manager.filter(pk__in=chunk).values("pk", *names):
+                for row in keyed_sql.rows_by_pk(model, chunk, names):
                     changes = changes_of(model, row)
                     if changes:
                         batch.append((row["pk"], changes))
@@ -404,22 +404,15 @@ def _planned(subject: Subject) -> Iterator[tuple[type[models.Model], list[tuple[
 
 
 def _apply(model: type[models.Model], batch: list[tuple[Any, dict[str, Any]]]) -> None:
-    """One executemany per set of changed columns (not one ORM update per row)."""
+    """One statement per chunk of rows (per row on SQLite) for each set of changed columns,
+    not one ORM update per row."""
     by_columns: dict[tuple[str, ...], list[tuple[Any, dict[str, Any]]]] = {}
     for pk, changes in batch:
         by_columns.setdefault(tuple(sorted(changes)), []).append((pk, changes))
-    quote = connection.ops.quote_name
-    table, pk_column = model._meta.db_table, model._meta.pk.column
     for columns, rows in by_columns.items():
         # Concrete columns only: the changes name fields read by `values()`.
         fields = [field for name in columns if isinstance(field := model._meta.get_field(name), models.Field)]
-        assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
-        sql = f"UPDATE {quote(table)} SET {assignments} WHERE {quote(pk_column)} = %s"
-        params = [
-            [*(f.get_db_prep_save(changes[f.attname], connection) for f in fields), pk] for pk, changes in rows
-        ]
-        with connection.cursor() as cursor:
-            cursor.executemany(sql, params)
+        keyed_sql.update_by_pk(model, fields, [(pk, [changes[f.attname] for f in fields]) for pk, changes in rows])
 
 
 def subject_erase(*, subject: Subject, dry_run: bool = False, actor: str = "system") -> ErasureReport:

@@ -33,9 +33,9 @@ class IdentifierMatcher:
 
     def __init__(self, identifiers: Iterable[str]) -> None:
         self.exact = frozenset(i for i in identifiers if i)
+        runs_of = {ident: _RUN.findall(ident) for ident in self.exact}  # cut once: thousands of ids
         spanned, odd = set(), []
-        for ident in self.exact:
-            runs = _RUN.findall(ident)
+        for ident, runs in runs_of.items():
             if runs and len(runs) <= MAX_SPAN_RUNS and _ALNUM.match(ident[0]) and _ALNUM.match(ident[-1]):
                 spanned.add(ident)
             else:
@@ -45,12 +45,11 @@ class IdentifierMatcher:
         # holding none of the keys holds none of the identifiers, which one C-level findall
         # and a set intersection tell.
         frequency: dict[str, int] = {}
-        for ident in self.exact:
-            for run in set(_RUN.findall(ident)):
+        for runs in runs_of.values():
+            for run in set(runs):
                 frequency[run] = frequency.get(run, 0) + 1
         keys, self._always = set(), False
-        for ident in self.exact:
-            runs = _RUN.findall(ident)
+        for runs in runs_of.values():
             if runs:
                 keys.add(max(runs, key=lambda r: (len(r), -frequency[r])))
             else:
@@ -58,8 +57,8 @@ class IdentifierMatcher:
         self._keys = frozenset(keys)
         self._key_bytes = frozenset(k.encode("ascii") for k in keys)
         self._spanned = frozenset(spanned)
-        self._first_runs = frozenset(_RUN.match(i).group(0) for i in spanned)  # type: ignore[union-attr]
-        self._max_runs = max((len(_RUN.findall(i)) for i in spanned), default=0)
+        self._first_runs = frozenset(runs_of[i][0] for i in spanned)
+        self._max_runs = max((len(runs_of[i]) for i in spanned), default=0)
         self._odd = (
             re.compile(
                 "(?<![A-Za-z0-9])(?<![0-9][.,])(?:"
@@ -75,7 +74,8 @@ class IdentifierMatcher:
     def spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) of each occurrence, left to right, longest identifier first."""
         found: list[tuple[int, int]] = []
-        if self._spanned:
+        # Most strings hold no identifier's first run: one C-level findall tells.
+        if self._spanned and not self._first_runs.isdisjoint(_RUN.findall(text)):
             runs = [(m.start(), m.end(), m.group(0)) for m in _RUN.finditer(text)]
             i = 0
             while i < len(runs):

@@ -15,12 +15,13 @@ from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
 from functools import cache
-from itertools import islice
 from typing import Any
 
 from django.apps import apps
 from django.db import models
 
+from operations import keyed_sql
+from operations.keyed_sql import chunked as chunked  # re-exported: callers chunk keys as the reads do
 from paypilot.models import AuditEvent, Tenant
 
 # Columns holding an invoice's external id where a foreign key would be expected.
@@ -33,17 +34,6 @@ HASHED_EMAIL_COLUMNS = ("customer_email_hash",)
 NOT_SUBJECT_DATA: tuple[type[models.Model], ...] = (AuditEvent, Tenant)
 
 Rows = dict[type[models.Model], set[Any]]
-# Keys per `IN (...)` query: well under SQLite's 32,766 parameters and PostgreSQL's 65,535,
-# and small enough that a customer with 10,000 invoices is read a slice at a time.
-KEY_CHUNK = 2000
-
-
-def chunked(items: Iterable[Any], size: int = KEY_CHUNK) -> Iterator[list[Any]]:
-    iterator = iter(items)
-    while chunk := list(islice(iterator, size)):
-        yield chunk
-
-
 
 def is_tenant_model(model: type[models.Model]) -> bool:
     try:
@@ -84,13 +74,16 @@ def closure(model: type[models.Model], pks: Iterable[Any]) -> Rows:
             continue
         rows.setdefault(current, set()).update(new)
         for child, field_name in _reverse_relations(current):
-            child_keys = {
-                pk for chunk in chunked(new)
-                for pk in child._base_manager.filter(**{f"{field_name}__in": chunk}).values_list("pk", flat=True)
-            }
+            child_keys = {pk for (pk,) in keyed_sql.keys_where(child, field_name, new)}
             if child_keys:
                 queue.append((child, child_keys))
     return rows
+
+
+def _tenant_rows_where(model: type[models.Model], column: str, values: set[str], tenant: Tenant | int) -> set[Any]:
+    tenant_id = tenant.pk if isinstance(tenant, Tenant) else tenant
+    where = keyed_sql.tenant_where(model)
+    return {pk for (pk,) in keyed_sql.keys_where(model, column, values, where=where, params=[tenant_id])}
 
 
 def by_invoice_ref(tenant: Tenant | int, external_ids: set[str]) -> Rows:
@@ -101,11 +94,7 @@ def by_invoice_ref(tenant: Tenant | int, external_ids: set[str]) -> Rows:
     for model in tenant_models():
         for column in INVOICE_REF_COLUMNS:
             if any(f.name == column for f in model._meta.concrete_fields):
-                keys = {
-                    pk for chunk in chunked(external_ids)
-                    for pk in model._base_manager.filter(tenant=tenant, **{f"{column}__in": chunk})
-                    .values_list("pk", flat=True)
-                }
+                keys = _tenant_rows_where(model, column, external_ids, tenant)
                 if keys:
                     rows.setdefault(model, set()).update(keys)
     return rows
@@ -119,11 +108,7 @@ def by_email_hash(tenant: Tenant | int, email_hashes: set[str]) -> Rows:
     for model in tenant_models():
         for column in HASHED_EMAIL_COLUMNS:
             if any(f.name == column for f in model._meta.concrete_fields):
-                keys = {
-                    pk for chunk in chunked(email_hashes)
-                    for pk in model._base_manager.filter(tenant=tenant, **{f"{column}__in": chunk})
-                    .values_list("pk", flat=True)
-                }
+                keys = _tenant_rows_where(model, column, email_hashes, tenant)
                 if keys:
                     rows.setdefault(model, set()).update(keys)
     return rows
@@ -182,14 +167,9 @@ def jsonable(value: Any) -> Any:
 def dump_iter(rows: Rows) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
     """(model label, its rows as dicts) by label, each read a chunk of keys at a time."""
     for model in sorted(rows, key=lambda m: m._meta.label):
-        yield model._meta.label, _values_in(model, rows[model])
-
-
-def _values_in(model: type[models.Model], keys: set[Any]) -> Iterator[dict[str, Any]]:
-    """Every column by attribute name (`dumps_row` converts bytes and dates),
-    a chunk of keys per query, without building model instances."""
-    for chunk in chunked(sorted(keys)):
-        yield from model._base_manager.filter(pk__in=chunk).order_by("pk").values()
+        # Every column by attribute name (`dumps_row` converts bytes and dates), without
+        # building model instances.
+        yield model._meta.label, keyed_sql.rows_by_pk(model, rows[model])
 
 
 def json_default(value: Any) -> Any:
