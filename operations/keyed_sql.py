@@ -3,11 +3,12 @@
 GDPR and retention work on a long-standing customer's tens of thousands of keys. The ORM's
 `filter(pk__in=chunk)` prepares every one of a chunk's 2,000 values through the lookup
 machinery (milliseconds a query, a fifth of an export's time), and `values()` converts every
-column it reads; here a statement is SQL text with one placeholder per key, and only the
+column it reads; here a statement is plain SQL text with its keys as parameters, and only the
 columns that need it are converted, with the backend's own converters (so a row reads exactly
-as `values()` would give it). Updates go as one statement per chunk on PostgreSQL (`UPDATE
-... FROM (VALUES ...)`: a round trip and a plan per row cost more than the row), and as one
-prepared statement run per row on SQLite (in process, so that costs nothing).
+as `values()` would give it). On PostgreSQL the keys of a chunk go as one array parameter
+(`= ANY(%s)`) and updates as one statement per chunk (`UPDATE ... FROM unnest(arrays)`: a
+round trip and a plan per row cost more than the row); on SQLite reads use `IN (%s, ...)` and
+updates one prepared statement run per row (in process, so that costs nothing).
 """
 
 from __future__ import annotations
@@ -73,11 +74,16 @@ def keys_where(
     `ordered` sorts each chunk's rows by `column`."""
     names = list(select) if select is not None else [model._meta.pk.attname]
     columns = ", ".join(_q(_column(model, n)) for n in names)
-    head = f"SELECT {columns} FROM {_q(model._meta.db_table)} WHERE {_q(_column(model, column))} IN "
-    tail = (f" AND ({where})" if where else "") + (f" ORDER BY {_q(_column(model, column))}" if ordered else "")
+    key_column = _q(_column(model, column))
+    head = f"SELECT {columns} FROM {_q(model._meta.db_table)} WHERE {key_column} "
+    tail = (f" AND ({where})" if where else "") + (f" ORDER BY {key_column}" if ordered else "")
+    postgres = connection.vendor == "postgresql"
     with connection.cursor() as cursor:
         for chunk in chunked(keys):
-            cursor.execute(f"{head}({', '.join(['%s'] * len(chunk))}){tail}", [*chunk, *params])
+            if postgres:  # one array parameter: a short statement psycopg parses once
+                cursor.execute(f"{head}= ANY(%s){tail}", [chunk, *params])
+            else:
+                cursor.execute(f"{head}IN ({', '.join(['%s'] * len(chunk))}){tail}", [*chunk, *params])
             yield from cursor.fetchall()
 
 
@@ -127,14 +133,16 @@ def update_by_pk(
             assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
             cursor.executemany(f"UPDATE {table} SET {assignments} WHERE {quote(pk.column)} = %s", prepared)
             return
-        # Values may arrive untyped: each is cast to its column's base type (text, not
-        # varchar(n), which would cut a value short where an assignment refuses it).
+        # One array a column, unnested into rows: a short statement psycopg parses once (its
+        # Python placeholder scan of a 2,000-placeholder VALUES list cost more than the
+        # update). Arrays of text, not varchar(n): the assignment then refuses an over-long
+        # value instead of a cast cutting it short.
         names = [f"c{i}" for i in range(len(fields))]
-        assignments = ", ".join(f"{quote(f.column)} = v.{n}::{_cast(f)}" for f, n in zip(fields, names, strict=True))
-        row_sql = f"({', '.join(['%s'] * (len(fields) + 1))})"
-        for chunk in chunked(prepared, 500):
-            cursor.execute(
-                f"UPDATE {table} AS t SET {assignments} FROM (VALUES {', '.join([row_sql] * len(chunk))}) "
-                f"AS v({', '.join(names)}, k) WHERE t.{quote(pk.column)} = v.k::{_cast(pk)}",
-                [value for row in chunk for value in row],
-            )
+        assignments = ", ".join(f"{quote(f.column)} = v.{n}" for f, n in zip(fields, names, strict=True))
+        arrays = ", ".join(f"%s::{_cast(f)}[]" for f in [*fields, pk])
+        sql = (
+            f"UPDATE {table} AS t SET {assignments} FROM unnest({arrays}) AS v({', '.join(names)}, k) "
+            f"WHERE t.{quote(pk.column)} = v.k"
+        )
+        for chunk in chunked(prepared, KEY_CHUNK):
+            cursor.execute(sql, [list(column) for column in zip(*chunk, strict=True)])
