@@ -16,7 +16,8 @@
 #   it (repeatable drains of one backlog). BENCH_WORKERS=N: N qcluster workers (default 1).
 #   Drain figures: events per second, and the CPU
 #   (user + system) of every cluster process and of the database's PostgreSQL backends;
-#   before the drain, the CPU's speed at that moment (bench/_machine.py).
+#   before the acknowledgements and the drain, the CPU's speed at that moment (bench/_machine.py), and
+#   each figure's ratio to the previous release's (bench/_previous.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -113,11 +114,16 @@ run_one() {
   echo
   echo "=== $db: acknowledge signed Stripe deliveries ==="
   echo "server: $SERVER_DESC, taskset -c 0; enqueue = ORM broker row in the same transaction"
+  local speed
+  speed="$(taskset -c 0 "$PY" -c 'import sys; sys.path.insert(0, "bench"); import _machine; print(f"{_machine.reference_seconds():.3f}")')"
+  echo "machine speed (CPU 0): a 10,000,000-step Python loop took $speed s of CPU"
   "$PY" "$HTTPBENCH" --url "http://127.0.0.1:$PORT" --route /t/bench/webhooks/stripe --method POST \
     --body-file "$BODY" --stripe-secret "$SECRET" --expect-status 200 --expect-body '"duplicate": false' \
     --ladder "$LADDER" -n "$REQUESTS" --repeat "$REPEAT" --cpu 1 --server-pid "$SERVER_PID" \
     --label "webhooks-$db" -o "$WORK/ack-$db.json"
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+  echo "against the previous release (bench/_previous.py):"
+  "$PY" bench/_previous.py ack "$db" "$WORK/ack-$db.json" "$speed"
   if [ -n "${BENCH_SAVE_INBOX:-}" ] && [ "$db" = postgres ]; then
     pg_copy "${PG_URL%/*}/postgres" "$BENCH_SAVE_INBOX" "${PG_URL##*/}"
     echo "inbox saved as database $BENCH_SAVE_INBOX (BENCH_INBOX=$BENCH_SAVE_INBOX drains a copy of it again)"
@@ -131,7 +137,9 @@ drain() {
   local before
   before="$(count)"
   echo "stored before drain: $before"
-  taskset -c 0 "$PY" bench/_machine.py  # the speed of the drain's CPU just before it
+  local speed  # the speed of the drain's CPU just before it
+  speed="$(taskset -c 0 "$PY" -c 'import sys; sys.path.insert(0, "bench"); import _machine; print(f"{_machine.reference_seconds():.3f}")')"
+  echo "machine speed (CPU 0): a 10,000,000-step Python loop took $speed s of CPU"
 
   echo "=== $db: drain the inbox with $PAYPILOT_Q_WORKERS qcluster worker(s) on CPU 0 (load average: $(cut -d' ' -f1-3 /proc/loadavg)) ==="
   local start end usage
@@ -150,8 +158,10 @@ drain() {
   after="$(count)"
   echo "after drain: $after"
   echo "cpu: $usage"
-  "$PY" - "$after" "$start" "$end" "$usage" <<'PYEOF'
+  "$PY" - "$after" "$start" "$end" "$usage" "$db" "$speed" <<'PYEOF'
 import json, sys
+sys.path.insert(0, "bench")
+from _previous import ratio_line
 c = json.loads(sys.argv[1]); wall = float(sys.argv[3]) - float(sys.argv[2]); u = json.loads(sys.argv[4])
 n = c["processed"]
 exact = (c["received"] == 0 and c["failed"] == 0 and c["processed"] == c["events"]
@@ -167,6 +177,7 @@ print(f"cluster CPU (user+system, every cluster process): {u['cluster_cpu_s']:.1
       + (f"; PostgreSQL backends: {u['pg_backend_cpu_s']:.1f} s" if u["pg_backend_cpu_s"] is not None else "")
       + f"; load average at the end {u['loadavg'][0]:.2f}")
 print(f"exactly once: {'yes' if exact else 'NO'}")
+print(ratio_line(f"drain_{sys.argv[5]}", n / span, float(sys.argv[6])))
 PYEOF
 }
 
