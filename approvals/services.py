@@ -10,6 +10,7 @@ the same transaction. An approval enqueues the send after its transaction has co
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -20,12 +21,14 @@ from django.utils import timezone
 from approvals.models import ApprovalRequest, DraftEdit
 from dunning.guards import guard_check
 from dunning.models import Draft
+from dunning.services import StoredDraft
 from ledger.models import Invoice
 from ledger.money import to_minor
 from paypilot.admin_tenancy import admin_tenant_for
+from paypilot.bulk import values_insert
 from paypilot.keyed import rows_locked_by_keys
 from paypilot.models import Tenant
-from paypilot.services import audit_entry, audit_record, audit_record_many, pii_hash, rows_insert
+from paypilot.services import audit_record, audit_record_many, audit_values, pii_hash, rows_insert
 from paypilot.tenancy import tenant_context
 
 logger = logging.getLogger("paypilot.approvals")
@@ -92,6 +95,10 @@ def annual_value_minor(*, draft: Draft, invoice: Invoice) -> int:
     the decision's own figure wins when the pipeline recorded one."""
     decision = getattr(draft, "decision", None)
     recorded = getattr(decision, "annual_value_at_risk_minor", None) if decision else None
+    return _annual_minor(recorded=recorded, invoice=invoice)
+
+
+def _annual_minor(*, recorded: int | None, invoice: Invoice) -> int:
     if recorded is not None:
         return int(recorded)
     customer = invoice.customer
@@ -147,6 +154,36 @@ def approvals_open(*, drafts: list[Draft], now: datetime | None = None) -> list[
             rows = list(ApprovalRequest.objects.filter(draft=missing[0]))
     existing.update({row.draft_id: row for row in rows})
     return [existing[draft.pk] for draft in drafts]
+
+
+def approvals_open_many(*, drafts: list[StoredDraft], invoices: Mapping[int, Invoice],
+                        now: datetime | None = None) -> list[int]:
+    """Open the approval request of each draft just stored in the caller's transaction
+    (`dunning.services.drafts_for_invoices`), in one INSERT from plain rows (no model
+    instance per request); returns the requests' ids in the drafts' order. `invoices`: the
+    drafts' invoices by id, with their customers loaded (the annual value reads the MRR).
+    A pending request of the same invoice is withdrawn as superseded first, as
+    `approvals_open` does. New drafts have no request yet, so nothing is looked up; a
+    request that exists anyway violates the draft's unique constraint and the transaction
+    rolls back. Raises ApprovalError(draft_without_invoice) before storing anything."""
+    if any(draft.invoice_id is None for draft in drafts):
+        raise ApprovalError(DRAFT_WITHOUT_INVOICE, "only drafts for ledger invoices can be approved")
+    if not drafts:
+        return []
+    now = now or timezone.now()
+    expires_at = now + timedelta(hours=settings.PAYPILOT_APPROVAL_TTL_HOURS)
+    rows: list[dict[str, Any]] = []
+    for draft in drafts:
+        invoice = invoices[draft.invoice_id]  # type: ignore[index]
+        annual = _annual_minor(recorded=draft.annual_value_at_risk_minor, invoice=invoice)
+        rows.append({
+            "tenant_id": draft.tenant_id, "draft_id": draft.id, "invoice_id": invoice.pk, "source": draft.source,
+            "subject": draft.subject, "body": draft.body, "requested_at": now, "expires_at": expires_at,
+            "high_value": _is_high_value(annual, invoice.currency), "annual_value_minor": annual,
+        })
+    with transaction.atomic():
+        approvals_withdraw(invoice_ids=[row["invoice_id"] for row in rows], reason=Withdrawn.SUPERSEDED, now=now)
+        return values_insert(ApprovalRequest, rows)
 
 
 def _invoices_with_customers(drafts: list[Draft]) -> dict[int, Invoice]:
@@ -372,7 +409,7 @@ def approvals_withdraw(*, invoice_ids: list[int], reason: str, now: datetime | N
             status=Status.WITHDRAWN, withdrawn_reason=reason, decided_at=now,
         )
         audit_record_many([
-            audit_entry(event="approvals.draft.withdrawn", tenant=row.tenant_id,
+            audit_values(event="approvals.draft.withdrawn", tenant=row.tenant_id,
                         detail=_detail(row, reason=reason, status_from=Status.PENDING))
             for row in locked
         ])

@@ -25,8 +25,9 @@ from decisions.models import (
 from decisions.rules import Decision
 from decisions.selectors import rule_table_cache_clear
 from paypilot.admin_tenancy import admin_is_platform, admin_tenant_for
+from paypilot.bulk import values_insert
 from paypilot.models import Tenant
-from paypilot.services import audit_record, rows_insert
+from paypilot.services import audit_record
 
 _SOURCES = frozenset(DecisionRecord.Source.values)
 
@@ -58,28 +59,24 @@ def decision_record(*, tenant: Tenant, invoice_ref: str, decision: Decision, sou
     return record
 
 
-def decision_record_many(*, tenant: Tenant, decisions: list[tuple[str, Decision]], source: str,
+def decision_rows_insert(*, tenant: Tenant, decisions: list[tuple[str, Decision]], source: str,
                          decided_at: datetime | None = None,
-                         currencies: list[str | None] | None = None) -> list[DecisionRecord]:
+                         currencies: list[str | None] | None = None) -> list[dict[str, Any]]:
     """Append the audit rows for many (invoice_ref, decision) pairs in one INSERT, inside the
-    caller's transaction; the records come back in order, with their ids. `currencies`: the
-    currency of each decision's amounts, in the same order. Raises like `decision_record`,
-    and then none of them is stored."""
+    caller's transaction, without a model instance per row: the rows come back in order as
+    plain dicts {attname: value}, each with its new "id". `currencies`: the currency of
+    each decision's amounts, in the same order. Raises like `decision_record`, and then none
+    of them is stored."""
     currencies = currencies or [None] * len(decisions)
     if len(currencies) != len(decisions):
         raise ValueError("one currency per decision")
-    if len(decisions) == 1:
-        invoice_ref, decision = decisions[0]
-        return [decision_record(tenant=tenant, invoice_ref=invoice_ref, decision=decision, source=source,
-                                decided_at=decided_at, currency=currencies[0])]
     decided_at = decided_at or now_ms()
-    records = [
-        DecisionRecord(**_record_values(tenant=tenant, invoice_ref=ref, decision=decision, source=source,
-                                        decided_at=decided_at, currency=currency))
-        for (ref, decision), currency in zip(decisions, currencies, strict=True)
-    ]
-    rows_insert(records)
-    return records
+    rows = [_record_values(tenant=tenant, invoice_ref=ref, decision=decision, source=source,
+                           decided_at=decided_at, currency=currency)
+            for (ref, decision), currency in zip(decisions, currencies, strict=True)]
+    for row, pk in zip(rows, values_insert(DecisionRecord, rows), strict=True):
+        row["id"] = pk
+    return rows
 
 
 def _record_values(*, tenant: Tenant, invoice_ref: str, decision: Decision, source: str,

@@ -19,6 +19,12 @@ Only plain field types take this path (text, integers, booleans, floats, dates a
 times, UUIDs, JSON, integer foreign keys); a model with any other field (a file, a
 custom type), a naive datetime, a non-finite float or any other backend goes through
 `bulk_create` unchanged, so the result never depends on which path ran.
+
+`values_insert(model, dicts)` takes rows that are only written (audit events, transitions,
+decisions, drafts, approval requests) as plain dicts instead of model instances: building
+an instance costs more than writing its row (issue 32: about ten a delivery, only to be
+serialised again). Same document on PostgreSQL; elsewhere, or for a value the document does
+not carry, a multi-row VALUES with each value prepared by its field, as Django prepares it.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from operator import attrgetter
@@ -34,6 +40,8 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connections, models, router
+from django.db.models.expressions import DatabaseDefault
+from django.utils import timezone
 
 Converter = Callable[[Any], Any]
 
@@ -193,6 +201,22 @@ def rows_insert_json(rows: Sequence[models.Model]) -> bool:
                 column.pre_save.pre_save(row, True)
     read = attrgetter(*(column.attname for column in columns))
     by_row = [read(row) for row in rows] if len(columns) > 1 else [(read(row),) for row in rows]
+    ids = _json_insert(connection, model, plan, by_row)
+    if ids is None:
+        return False
+    for row, pk in zip(rows, ids, strict=True):
+        setattr(row, pk_attname, pk)
+        row._state.adding = False
+        row._state.db = alias
+    return True
+
+
+def _json_insert(connection: Any, model: type[models.Model], plan: tuple[str, list[_Column]],
+                 by_row: Sequence[Sequence[Any]]) -> list[int] | None:
+    """Run the plan's INSERT over `by_row` (one tuple per row, the plan's column order) and
+    return the new ids in order; None, having written nothing, for a value this path does
+    not convert exactly."""
+    sql, columns = plan
     try:
         by_column = [_column_values(column, values)
                      for column, values in zip(columns, zip(*by_row, strict=True), strict=True)]
@@ -200,14 +224,95 @@ def rows_insert_json(rows: Sequence[models.Model]) -> bool:
         # would format it) raises TypeError, and Django's own path formats it.
         payload = json.dumps(list(zip(*by_column, strict=True)), allow_nan=False, separators=(",", ":"))
     except (_Unsupported, TypeError, ValueError):
-        return False
+        return None
     with connection.cursor() as cursor:
         cursor.execute(sql, [payload])
         ids = cursor.fetchall()
-    if len(ids) != len(rows):  # cannot happen short of a trigger that drops rows
-        raise RuntimeError(f"{model.__name__}: {len(rows)} rows inserted, {len(ids)} ids returned")
-    for row, (pk,) in zip(rows, ids, strict=True):
-        setattr(row, pk_attname, pk)
-        row._state.adding = False
-        row._state.db = alias
-    return True
+    if len(ids) != len(by_row):  # cannot happen short of a trigger that drops rows
+        raise RuntimeError(f"{model.__name__}: {len(by_row)} rows inserted, {len(ids)} ids returned")
+    return [pk for (pk,) in ids]
+
+
+# --- rows given as plain dicts ----------------------------------------------------------------
+
+@cache
+def _dict_fields(model: type[models.Model]) -> tuple[tuple[models.Field, ...], frozenset[str]]:
+    """The model's concrete columns but the primary key, in the order `_plan` uses, and
+    their attnames."""
+    fields = tuple(field for field in model._meta.concrete_fields if field is not model._meta.pk)
+    return fields, frozenset(field.attname for field in fields)
+
+
+def values_insert(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Insert new rows of `model`, each given as a plain dict {attname: value}, and return
+    their ids in order, without building a model instance per row (for rows that are only
+    written: audit events, transitions, decisions, drafts, approval requests).
+
+    A key left out takes the field's default; an `auto_now` / `auto_now_add` column takes
+    one `timezone.now()` for the whole call, whatever the dict says, as `save()` would set
+    it. PostgreSQL: one statement through the JSON document above when every value is
+    plain; otherwise (and on SQLite) a multi-row `INSERT ... VALUES ... RETURNING` per batch
+    of bound parameters, each value prepared by its field's `get_db_prep_save`, the
+    preparation Django's own insert applies. Runs in the caller's transaction. Raises
+    ValueError for a key that is not a column of the model (a typo would otherwise store
+    the default silently)."""
+    if not rows:
+        return []
+    fields, attnames = _dict_fields(model)
+    unknown = set().union(*rows) - attnames
+    if unknown:
+        raise ValueError(f"{model.__name__}: no such column(s): {', '.join(sorted(unknown))}")
+    now: dt.datetime | None = None
+    by_column: list[list[Any]] = []
+    for field in fields:
+        if type(field) in _DATES and (field.auto_now or field.auto_now_add):  # type: ignore[attr-defined]
+            now = now or timezone.now()
+            by_column.append([now] * len(rows))
+            continue
+        attname = field.attname
+        if all(attname in row for row in rows):
+            by_column.append([row[attname] for row in rows])
+        else:
+            by_column.append([row[attname] if attname in row else _default(field) for row in rows])
+    by_row = list(zip(*by_column, strict=True))
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    if connection.vendor == "postgresql":
+        plan = _plan(model)
+        if plan is not None:
+            ids = _json_insert(connection, model, plan, by_row)
+            if ids is not None:
+                return ids
+    return _values_insert_prepared(connection, model, fields, by_row)
+
+
+def _default(field: models.Field) -> Any:
+    value = field.get_default()
+    if isinstance(value, DatabaseDefault):
+        raise ValueError(f"{field.model.__name__}.{field.attname}: give a value (only a database default)")
+    return value
+
+
+def _values_insert_prepared(connection: Any, model: type[models.Model], fields: Sequence[models.Field],
+                            by_row: Sequence[Sequence[Any]]) -> list[int]:
+    quote = connection.ops.quote_name
+    opts = model._meta
+    names = ", ".join(quote(field.column) for field in fields)
+    one_row = f"({', '.join(['%s'] * len(fields))})"
+    limit = connection.features.max_query_params or 65_535  # psycopg's limit per statement
+    per_batch = max(1, limit // max(1, len(fields)))
+    ids: list[int] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(by_row), per_batch):
+            batch = by_row[start:start + per_batch]
+            params = [field.get_db_prep_save(value, connection)
+                      for row in batch for field, value in zip(fields, row, strict=True)]
+            cursor.execute(f"INSERT INTO {quote(opts.db_table)} ({names}) VALUES "
+                           f"{', '.join([one_row] * len(batch))} RETURNING {quote(opts.pk.column)}", params)
+            # Ids of one INSERT ascend in row order (AUTOINCREMENT, a sequence), but SQLite
+            # does not promise RETURNING's own order: sorted, they pair with the rows.
+            got = sorted(pk for (pk,) in cursor.fetchall())
+            if len(got) != len(batch):
+                raise RuntimeError(f"{model.__name__}: {len(batch)} rows inserted, {len(got)} ids returned")
+            ids.extend(got)
+    return ids

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
-from paypilot.bulk import rows_insert_json
+from paypilot.bulk import rows_insert_json, values_insert
 from paypilot.models import ApiToken, AuditEvent, Role, Tenant
 from paypilot.tenancy import platform_audit_insert
 
@@ -88,22 +88,40 @@ def audit_entry(
     actor: str = "system",
     detail: dict[str, Any] | None = None,
 ) -> AuditEvent:
-    """An unsaved audit event with its detail filtered through the allowlist: one row of
-    `audit_record_many`, or what `audit_record` saves."""
-    clean = {k: v for k, v in (detail or {}).items() if k in AUDIT_DETAIL_ALLOWLIST}
-    dropped = sorted(set(detail or {}) - set(clean))
-    if dropped:
-        logger.warning("audit detail keys dropped for %s: %s", event, ",".join(dropped))
+    """An unsaved audit event with its detail filtered through the allowlist: what
+    `audit_record` saves."""
+    values = audit_values(event=event, tenant=None, actor=actor, detail=detail)
     tenant_ref: dict[str, Any] = {"tenant": tenant} if not isinstance(tenant, int) else {"tenant_id": tenant}
-    return AuditEvent(event=event, actor=actor[:100], detail=clean, **tenant_ref)
+    del values["tenant_id"]
+    return AuditEvent(**values, **tenant_ref)
 
 
-def audit_record_many(entries: list[AuditEvent]) -> None:
-    """Append many tenant audit events (built by `audit_entry`) in one INSERT, inside the
-    caller's transaction: the batch form of `audit_record` for one change per row."""
-    if any(entry.tenant_id is None for entry in entries):
+def audit_values(
+    *,
+    event: str,
+    tenant: Tenant | int | None,
+    actor: str = "system",
+    detail: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One audit row as a plain dict for `audit_record_many`: the detail filtered through
+    the allowlist, the actor cut to its column; `created_at` is set when it is written."""
+    clean = {k: v for k, v in (detail or {}).items() if k in AUDIT_DETAIL_ALLOWLIST}
+    if len(clean) != len(detail or ()):
+        dropped = sorted(set(detail or {}) - set(clean))
+        logger.warning("audit detail keys dropped for %s: %s", event, ",".join(dropped))
+    tenant_id = tenant.pk if isinstance(tenant, Tenant) else tenant
+    return {"event": event, "tenant_id": tenant_id, "actor": actor[:100], "detail": clean}
+
+
+def audit_record_many(rows: list[dict[str, Any]]) -> list[int]:
+    """Append many tenant audit events (dicts from `audit_values`) in one INSERT, inside the
+    caller's transaction: the batch form of `audit_record` for one change per row. Returns
+    their ids in order. Raises ValueError for a platform event (no tenant): those go through
+    `audit_record` one by one. No instance is built: the rows are only written (the table
+    is append-only, its triggers refuse any later UPDATE or DELETE)."""
+    if any(row["tenant_id"] is None for row in rows):
         raise ValueError("platform audit events go through audit_record one by one")
-    rows_insert(entries)
+    return values_insert(AuditEvent, rows)
 
 
 def rows_insert(rows: Sequence[models.Model]) -> None:

@@ -156,7 +156,7 @@ def test_a_decision_that_cannot_be_recorded_stores_nothing(tenant, monkeypatch) 
     def broken(**kwargs):  # type: ignore[no-untyped-def]
         raise RuntimeError("audit store down")
 
-    monkeypatch.setattr(services, "decision_record_many", broken)
+    monkeypatch.setattr(services, "decision_rows_insert", broken)
     with pytest.raises(RuntimeError):
         run_recovery(tenant=tenant, event=_event(), store=True)
     assert Draft.objects.count() == 0

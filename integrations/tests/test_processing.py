@@ -40,7 +40,7 @@ def test_task_dying_after_the_ledger_write_leaves_nothing_and_succeeds_on_retry(
     def approval_crash(**kwargs):
         raise RuntimeError("worker died")
 
-    monkeypatch.setattr(handoff, "approvals_open", approval_crash)
+    monkeypatch.setattr(handoff, "approvals_open_many", approval_crash)
     audit_before = AuditEvent.objects.count()
     response = post_stripe(load_fixture("stripe", "invoice_payment_failed"))
 

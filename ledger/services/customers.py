@@ -11,7 +11,7 @@ from ledger.models import Customer
 from ledger.money import currency_normalise
 from paypilot.keyed import rows_locked_by_keys
 from paypilot.models import Tenant
-from paypilot.services import audit_entry, audit_record, audit_record_many, rows_insert
+from paypilot.services import audit_record, audit_record_many, audit_values, rows_insert
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def customer_upsert_many(
                     raise
                 # A concurrent writer stored some of them first: read again, update those.
                 return customer_upsert_many(tenant=tenant, customers=customers, _retry=False)
-        audits = [audit_entry(event="ledger.customer.created", tenant=tenant, detail={"customer": row.pk})
+        audits = [audit_values(event="ledger.customer.created", tenant=tenant, detail={"customer": row.pk})
                   for row in created]
         for external_id, values in wanted:
             customer = stored.get(external_id)
@@ -99,8 +99,8 @@ def customer_upsert_many(
                 for key in changed:
                     setattr(customer, key, values[key])
                 customer.save(update_fields=[*changed, "updated_at"])
-                audits.append(audit_entry(event="ledger.customer.updated", tenant=tenant,
-                                          detail={"customer": customer.pk}))
+                audits.append(audit_values(event="ledger.customer.updated", tenant=tenant,
+                                           detail={"customer": customer.pk}))
         audit_record_many(audits)
     by_id = {**stored, **{row.external_id: row for row in created}}
     return [by_id[external_id] for external_id in ids]

@@ -22,9 +22,10 @@ from ledger.services.transitions import (
     _invoice_keys_lock,
     _move,
 )
+from paypilot.bulk import values_insert
 from paypilot.keyed import rows_locked_by_keys
-from paypilot.models import AuditEvent, Tenant
-from paypilot.services import audit_entry, audit_record, audit_record_many, rows_insert
+from paypilot.models import Tenant
+from paypilot.services import audit_record, audit_record_many, audit_values, rows_insert
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def invoice_record_failures(
     providers, external_ids = {provider for provider, _ in keys}, {ext for _, ext in keys}
     results: list[FailureResult] = []
     created: list[Invoice] = []
-    audits: list[AuditEvent] = []
+    audits: list[dict[str, Any]] = []
     with transaction.atomic(), _invoice_keys_lock(tenant_id=tenant.pk, keys=keys):
         paid = set(
             PaidBeforeFailure.objects.filter(
@@ -145,8 +146,8 @@ def invoice_record_failures(
         for key, failure in zip(keys, checked, strict=True):
             invoice = stored.get(key)
             if key in paid:
-                audits.append(audit_entry(event="ledger.invoice.failure_after_payment", tenant=tenant,
-                                          detail={"provider": failure.provider, "attempt": failure.attempt}))
+                audits.append(audit_values(event="ledger.invoice.failure_after_payment", tenant=tenant,
+                                           detail={"provider": failure.provider, "attempt": failure.attempt}))
                 results.append(FailureResult(invoice=None, created=False, outcome="already_paid"))
             elif invoice is None:
                 invoice = _invoice_new(tenant, failure, now=now)
@@ -162,14 +163,14 @@ def invoice_record_failures(
         if created:
             rows_insert(created)
             event_refs = {(f.provider, f.external_invoice_id): f.event_ref for f in checked}
-            rows_insert([
-                InvoiceTransition(tenant_id=tenant.pk, invoice=invoice, from_state="", to_state=State.FAILED,
-                                  cause=CAUSE_PAYMENT_FAILED, occurred_at=invoice.failed_at,
-                                  event_ref=event_refs[(invoice.provider, invoice.external_invoice_id)][:200])
+            values_insert(InvoiceTransition, [  # only written: no instance
+                {"tenant_id": tenant.pk, "invoice_id": invoice.pk, "from_state": "", "to_state": State.FAILED,
+                 "cause": CAUSE_PAYMENT_FAILED, "occurred_at": invoice.failed_at,
+                 "event_ref": event_refs[(invoice.provider, invoice.external_invoice_id)][:200]}
                 for invoice in created
             ])
             audits.extend(
-                audit_entry(event="ledger.invoice.failed", tenant=tenant, detail={
+                audit_values(event="ledger.invoice.failed", tenant=tenant, detail={
                     "invoice_id": invoice.pk, "provider": invoice.provider, "arm": invoice.arm,
                     "amount_minor": invoice.amount_minor, "currency": invoice.currency,
                     "attempt": invoice.attempt_count,
@@ -195,13 +196,13 @@ def _invoice_new(tenant: Tenant, failure: FailureInput, *, now: datetime) -> Inv
     )
 
 
-def _failed_at_lowered(tenant: Tenant, invoice: Invoice, failure: FailureInput, audits: list[AuditEvent]) -> bool:
+def _failed_at_lowered(tenant: Tenant, invoice: Invoice, failure: FailureInput, audits: list[dict[str, Any]]) -> bool:
     """An older failure of a known invoice (delivered late, e.g. from a backlog): the first
     failure is the earliest one the provider reported, so `failed_at` moves back to it.
     Never moved forward: a newer failure is a retry, not the first one."""
     if failure.occurred_at is None or failure.occurred_at >= invoice.failed_at:
         return False
-    audits.append(audit_entry(event="ledger.invoice.failed_at_lowered", tenant=tenant, detail={
+    audits.append(audit_values(event="ledger.invoice.failed_at_lowered", tenant=tenant, detail={
         "invoice_id": invoice.pk, "failed_at_from": invoice.failed_at.isoformat(),
         "failed_at_to": failure.occurred_at.isoformat(),
     }))
@@ -209,7 +210,7 @@ def _failed_at_lowered(tenant: Tenant, invoice: Invoice, failure: FailureInput, 
     return True
 
 
-def _invoice_repeat(tenant: Tenant, invoice: Invoice, failure: FailureInput, audits: list[AuditEvent]) -> None:
+def _invoice_repeat(tenant: Tenant, invoice: Invoice, failure: FailureInput, audits: list[dict[str, Any]]) -> None:
     """Another failure of an open invoice the caller holds locked: attempt count never
     lowered, code and (same-currency) amount updated, missing references filled in, and
     `failed_at` lowered to an older failure's time."""
