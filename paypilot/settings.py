@@ -78,11 +78,11 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # serves /static/ under gunicorn
     "paypilot.middleware.RateLimitMiddleware",
-    # Django's session, CSRF, auth and messages middleware, skipped for views marked
-    # @lean_route (the provider webhooks, which authenticate by signature): paypilot.lean_routes.
+    # Django's session, auth and messages middleware, skipped for views marked @lean_route
+    # (the provider webhooks, which authenticate by signature): paypilot.lean_routes.
     "paypilot.lean_routes.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "paypilot.lean_routes.CsrfViewMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",  # by name for check --deploy; lean routes are exempt
     "paypilot.lean_routes.AuthenticationMiddleware",
     "paypilot.lean_routes.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
