@@ -11,10 +11,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from integrations.providers import PROVIDER_NAMES
 from integrations.services import recovery_link_follow, webhook_receive
+from paypilot.lean_routes import lean_route
 from paypilot.ratelimit import client_address
 from paypilot.tenancy import view_binds_tenant
 
 
+@lean_route  # signed by the provider: no session, CSRF, user or messages (paypilot.lean_routes)
 @csrf_exempt
 @view_binds_tenant  # webhook_receive binds the tenant it looked up (cached) itself
 @require_POST

@@ -79,8 +79,9 @@ class OrmBroker(ORM):
     def enqueue(self, task: str) -> int:
         """Insert the signed task package due now; returns the queue row's id (the one set
         by `queue_row_id`, if any)."""
-        self.get_connection()  # the stock broker's stale-connection check outside a transaction
         connection = connections[Conf.ORM]
+        if not connection.in_atomic_block:  # inside one (the webhook's) it only builds a QuerySet
+            self.get_connection()  # the stock broker's stale-connection check outside a transaction
         holder = _next_row_id.get()
         row_id = holder.pop() if holder else None  # used once
         key = (connection.vendor, row_id is not None)

@@ -78,11 +78,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # serves /static/ under gunicorn
     "paypilot.middleware.RateLimitMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, auth and messages middleware, skipped for views marked @lean_route
+    # (the provider webhooks, which authenticate by signature): paypilot.lean_routes.
+    "paypilot.lean_routes.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",  # by name for check --deploy; lean routes are exempt
+    "paypilot.lean_routes.AuthenticationMiddleware",
+    "paypilot.lean_routes.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Innermost: one transaction per view on PostgreSQL, carrying the tenant for RLS.
     "paypilot.tenancy.TenantTransactionMiddleware",

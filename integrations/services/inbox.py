@@ -28,7 +28,7 @@ from integrations.crypto import SecretUnreadable
 from integrations.models import ProviderCredential, WebhookEvent
 from integrations.providers import Credentials, PayloadInvalid, VerificationFailed, adapter
 from integrations.services.credentials import credential_read
-from integrations.services.inbox_sql import event_insert, queue_broker
+from integrations.services.inbox_sql import event_values_insert, queue_broker, task_enqueue
 from integrations.services.processing import ProcessingFailed
 from paypilot.models import Tenant
 from paypilot.queue import queue_row_id
@@ -206,19 +206,21 @@ def _store(module: ModuleType, tenant: Tenant, *, body: bytes, headers: Mapping[
     except PayloadInvalid as exc:
         return _reject(tenant, provider, REASON_PAYLOAD_INVALID, note=exc.reason)
     kept = {name: headers[name] for name in module.HEADERS if name in headers}
-    event = WebhookEvent(
-        tenant=tenant, provider=provider, event_key=env.event_key, event_type=env.event_type,
-        body=body, headers=kept, resource_key=env.resource_key, resource_version=env.resource_version,
-    )
+    # The row's values, not a WebhookEvent: building a model instance (its signals, every
+    # field's default) cost CPU on every delivery for an object nothing here reads.
+    values = {"tenant_id": tenant.pk, "provider": provider, "event_key": env.event_key,
+              "event_type": env.event_type, "body": body, "headers": kept,
+              "resource_key": env.resource_key, "resource_version": env.resource_version}
     # savepoint=False: inside the request's transaction (PostgreSQL) the insert needs none,
     # a duplicate is answered by ON CONFLICT, not by an error to roll back. The event
     # insert binds the tenant on PostgreSQL, for itself and the duplicate lookup below.
+    # The event and its queue row commit together or not at all (the store-first promise).
     with transaction.atomic(savepoint=False):
-        event_id = event_insert(event=event)
-        if event_id is not None:
-            enqueue_processing(event_id, task_row=event.task_row)
-    if event_id is not None:
-        return Receipt(200, {"received": True, "duplicate": False, "event": event_id})
+        inserted = event_values_insert(values)
+        if inserted is not None:
+            enqueue_processing(inserted[0], task_row=inserted[1])
+    if inserted is not None:
+        return Receipt(200, {"received": True, "duplicate": False, "event": inserted[0]})
     stored = (
         WebhookEvent.objects.filter(tenant=tenant, provider=provider, event_key=env.event_key)
         .values("pk", "status", "outcome")
@@ -262,10 +264,12 @@ def enqueue_processing(event_id: int, *, task_row: int | None = None) -> None:
 def _enqueue(event_id: int) -> None:
     # ack_failure: a failed attempt is recorded on the event and retried by the sweeper
     # (finite), not re-presented by the broker as well.
+    # save=False: the event row already records the outcome; django-q2 keeps failures only.
+    name = f"webhook-{event_id}"
+    if task_enqueue(PROCESS_TASK, event_id, name=name, ack_failure=True, save=False):
+        return  # the ORM broker's row, in the caller's transaction (inbox_sql.task_enqueue)
     try:
-        # save=False: the event row already records the outcome; django-q2 keeps failures only.
-        async_task(PROCESS_TASK, event_id, ack_failure=True, save=False, task_name=f"webhook-{event_id}",
-                   broker=queue_broker())
+        async_task(PROCESS_TASK, event_id, ack_failure=True, save=False, task_name=name, broker=queue_broker())
     except ProcessingFailed:
         # Only in sync mode (tests, PAYPILOT_Q_SYNC=1), where django-q2 runs the task inline
         # and re-raises: the failure is already recorded on the event, the sweeper retries.

@@ -148,3 +148,113 @@ def test_the_orm_broker_is_built_once_and_others_left_to_django_q(monkeypatch: p
     monkeypatch.setattr(inbox_sql, "get_broker", lambda: OrmBroker(list_key="paypilot"))
     broker = inbox_sql.queue_broker()
     assert isinstance(broker, OrmBroker) and inbox_sql.queue_broker() is broker
+
+
+def test_the_acknowledgement_builds_no_model_instance_and_no_async_task_call(
+    stripe_tenant: Tenant, post_stripe: Post, queued: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db.models.signals import pre_init
+
+    from integrations.services import inbox
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("async_task called in cluster mode with the ORM broker")
+
+    monkeypatch.setattr(inbox, "async_task", refuse)
+    built: list[Any] = []
+
+    def count(sender: Any, **kwargs: Any) -> None:
+        built.append(sender)
+
+    pre_init.connect(count, sender=WebhookEvent)
+    try:
+        response = post_stripe(_delivery("evt_lean"))
+    finally:
+        pre_init.disconnect(count, sender=WebhookEvent)
+
+    assert response.status_code == 200 and response.json()["duplicate"] is False
+    assert built == []  # the row went in from its values: no WebhookEvent was constructed
+    assert WebhookEvent.objects.filter(pk=response.json()["event"]).exists() and OrmQ.objects.count() == 1
+
+
+def test_the_package_is_the_one_async_task_builds(stripe_tenant: Tenant, post_stripe: Post, queued: None) -> None:
+    from django_q.tasks import async_task
+
+    class Recorder:
+        list_key = Conf.CLUSTER_NAME
+        packages: list[str] = []
+
+        def enqueue(self, task: str) -> int:
+            self.packages.append(task)
+            return 1
+
+    event_id = post_stripe(_delivery("evt_same_package")).json()["event"]
+    ours = SignedPackage.loads(OrmQ.objects.get().payload)
+    async_task(PROCESS_TASK, event_id, ack_failure=True, save=False, task_name=f"webhook-{event_id}",
+               broker=Recorder())
+    theirs = SignedPackage.loads(Recorder.packages[0])
+
+    assert list(ours) == list(theirs)  # the same keys, in the same order
+    assert {k: v for k, v in ours.items() if k not in ("id", "started")} == \
+        {k: v for k, v in theirs.items() if k not in ("id", "started")}
+    assert len(ours["id"]) == 32 and ours["id"] != theirs["id"] and ours["started"] <= theirs["started"]
+
+
+def test_a_pre_enqueue_receiver_still_sees_the_task(stripe_tenant: Tenant, post_stripe: Post, queued: None) -> None:
+    from django_q.signals import pre_enqueue
+
+    seen: list[dict[str, Any]] = []
+
+    def receiver(sender: Any, task: dict[str, Any], **kwargs: Any) -> None:
+        seen.append(task)
+
+    pre_enqueue.connect(receiver)
+    try:
+        event_id = post_stripe(_delivery("evt_signalled")).json()["event"]
+    finally:
+        pre_enqueue.disconnect(receiver)
+
+    assert [(task["func"], task["args"]) for task in seen] == [(PROCESS_TASK, (event_id,))]
+    assert OrmQ.objects.count() == 1  # queued once, by async_task
+
+
+def test_a_failure_between_the_event_and_its_task_stores_neither(
+    committed: None, stripe_tenant: Tenant, monkeypatch: pytest.MonkeyPatch, queued: None
+) -> None:
+    from integrations.providers.stripe import sign
+    from integrations.tests.conftest import STRIPE_SECRET, body_of
+
+    def broken(obj: Any, compressed: bool = False) -> str:
+        raise RuntimeError("signing failed after the event's insert")
+
+    monkeypatch.setattr(SignedPackage, "dumps", staticmethod(broken))
+    body = body_of(_delivery("evt_half"))
+    response = Client(raise_request_exception=False).post(
+        "/t/acme/webhooks/stripe", data=body, content_type="application/json",
+        headers={"Stripe-Signature": sign(body=body, secret=STRIPE_SECRET)})
+
+    assert response.status_code == 500
+    assert not WebhookEvent.objects.exists() and not OrmQ.objects.exists()
+
+
+def test_a_queued_task_runs_in_the_clusters_worker(
+    committed: None, stripe_tenant: Tenant, monkeypatch: pytest.MonkeyPatch, queued: None
+) -> None:
+    from django_q.tasks import _sync  # django-q2's own run of a package through worker() and monitor()
+
+    from integrations import handoff
+    from integrations.providers.stripe import sign
+    from integrations.tests.conftest import STRIPE_SECRET, HandoffRecorder, body_of
+
+    recovery = HandoffRecorder()
+    monkeypatch.setattr(handoff, "recovery_start", recovery)
+    body = body_of(_delivery("evt_for_the_worker"))
+    event_id = Client().post("/t/acme/webhooks/stripe", data=body, content_type="application/json",
+                             headers={"Stripe-Signature": sign(body=body, secret=STRIPE_SECRET)}).json()["event"]
+    assert WebhookEvent.objects.get(pk=event_id).status == WebhookEvent.Status.RECEIVED
+
+    _sync(OrmQ.objects.get().payload)
+
+    event = WebhookEvent.objects.get(pk=event_id)
+    assert (event.status, event.attempts, event.error) == (WebhookEvent.Status.PROCESSED, 1, "")
+    assert len(recovery.calls) == 1 and recovery.calls[0]["tenant"] == stripe_tenant
