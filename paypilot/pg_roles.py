@@ -86,7 +86,10 @@ def grant_plan(*, using: str = DEFAULT_DB_ALIAS) -> list[TablePlan]:
     """What the application role gets on each table of the current schema."""
     with connections[using].cursor() as cursor:
         cursor.execute(
-            "SELECT relname FROM pg_class WHERE relkind IN ('r', 'p') "
+            # Not a partition (paypilot.partitioning): the role reaches rows through the
+            # partitioned parent, whose row-level security policy applies; a partition's own
+            # grant would be a way around it.
+            "SELECT relname FROM pg_class WHERE relkind IN ('r', 'p') AND NOT relispartition "
             "AND relnamespace = current_schema()::regnamespace ORDER BY relname"
         )
         tables = [row[0] for row in cursor.fetchall()]
