@@ -43,6 +43,9 @@ from typing import Any
 import psycopg
 import redis
 
+sys.path.insert(0, os.path.dirname(__file__))
+from _proc_cpu import _stat, tree_cpu  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = str(ROOT / ".venv" / "bin" / "python")
 GRANIAN = str(ROOT / ".venv" / "bin" / "granian")
@@ -119,8 +122,9 @@ def counts(pg_url: str) -> dict[str, Any]:
                    count(*) FILTER (WHERE attempts > 1),
                    extract(epoch FROM max(processed_at) - min(processed_at))
               FROM integrations_webhookevent""").fetchone()
-        invoices, distinct = conn.execute(
-            "SELECT count(*), count(DISTINCT external_invoice_id) FROM ledger_invoice").fetchone()
+        ledger = conn.execute("SELECT count(*), count(DISTINCT external_invoice_id) FROM ledger_invoice").fetchone()
+    assert row is not None and ledger is not None  # aggregates always return a row
+    invoices, distinct = ledger
     return {"events": row[0], "received": row[1], "processed": row[2], "failed": row[3],
             "processed_more_than_once": row[4], "span_s": float(row[5] or 0), "invoices": invoices,
             "duplicate_invoice_ids": invoices - distinct}
@@ -130,6 +134,32 @@ def exactly_once(c: dict[str, Any]) -> bool:
     return (c["received"] == 0 and c["failed"] == 0 and c["processed"] == c["events"]
             and c["processed_more_than_once"] == 0 and c["invoices"] == c["events"]
             and c["duplicate_invoice_ids"] == 0)
+
+
+class CpuMeter:
+    """CPU seconds of the given process trees and of the database's PostgreSQL backends, kept
+    per pid at their last sample (a killed worker or a closed connection still counts)."""
+
+    def __init__(self, pg_url: str) -> None:
+        self.name = pg_url.rsplit("/", 1)[1]
+        self.conn = psycopg.connect(pg_url, autocommit=True)
+        self.procs: dict[int, float] = {}
+        self.backends: dict[int, float] = {}
+
+    def sample(self, roots: list[Proc]) -> None:
+        for proc in roots:
+            if proc.popen.poll() is None:
+                self.procs[proc.popen.pid] = max(self.procs.get(proc.popen.pid, 0.0), tree_cpu(proc.popen.pid)[0])
+        for (pid,) in self.conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s "
+                                        "AND pid <> pg_backend_pid()", [self.name]).fetchall():
+            got = _stat(pid)
+            if got:
+                self.backends[pid] = max(self.backends.get(pid, 0.0), got[1])
+
+    def result(self) -> dict[str, float]:
+        self.conn.close()
+        return {"process_cpu_s": round(sum(self.procs.values()), 2),
+                "pg_backend_cpu_s": round(sum(self.backends.values()), 2)}
 
 
 def wait_health(port: int, proc: Proc) -> None:
@@ -161,14 +191,21 @@ def acknowledge(k: int, events: int, concurrency: int, env: dict[str, str], work
                     "--expect-status", "200", "--expect-body", '"duplicate": false', "--ladder",
                     str(max(1, concurrency // k)), "-n", str(events // k), "--repeat", "1", "-q", "-o", str(out)]
             loads.append((subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL), out))
-        for popen, _ in loads:
-            popen.wait()
+        meter = CpuMeter(env["DATABASE_URL"])
+        while any(popen.poll() is None for popen, _ in loads):
+            meter.sample(webs)
+            time.sleep(0.5)
+        meter.sample(webs)
+        cpu = meter.result()
         steps = [json.loads(out.read_text())["summary_median"][0] for _, out in loads]
     finally:
         for web in webs:
             web.stop()
+    done = sum(s["requests_completed"] for s in steps)  # the measured ones; warm-up excluded
     return {"acks_per_s": round(sum(s["rps"] for s in steps), 1),
-            "p99_ms": max(s["p99_ms"] for s in steps), "errors": sum(s["errors_total"] for s in steps)}
+            "p99_ms": max(s["p99_ms"] for s in steps), "errors": sum(s["errors_total"] for s in steps),
+            "web_cpu_s": cpu["process_cpu_s"], "pg_cpu_s": cpu["pg_backend_cpu_s"],
+            "acks_per_cpu_s": round(done / (cpu["process_cpu_s"] + cpu["pg_backend_cpu_s"]), 1)}
 
 
 def drain(k: int, pg_url: str, env: dict[str, str], work: Path, *, kill_at: float | None = None,
@@ -177,9 +214,11 @@ def drain(k: int, pg_url: str, env: dict[str, str], work: Path, *, kill_at: floa
     started = time.monotonic()
     workers = [Proc(pinned([PY, "manage.py", "qcluster"], i), env, work / f"worker{k}-{i}.log") for i in range(k)]
     killed, sweeps, swept, last_left, idle_since = False, 0, 0, -1, time.monotonic()
+    meter = CpuMeter(pg_url)
     try:
         while time.monotonic() - started < timeout:
             time.sleep(0.5)
+            meter.sample(workers)
             c = counts(pg_url)
             left = c["received"] + c["failed"]
             if left == 0:
@@ -199,11 +238,15 @@ def drain(k: int, pg_url: str, env: dict[str, str], work: Path, *, kill_at: floa
                 idle_since = time.monotonic()
         wall = time.monotonic() - started
         time.sleep(1.0)  # let a task still running finish before the count
+        meter.sample(workers)
     finally:
         for worker in workers:
             worker.stop()
     after = counts(pg_url)
+    cpu = meter.result()
     return {"events": after["events"], "processed": after["processed"],
+            "worker_cpu_s": cpu["process_cpu_s"], "pg_cpu_s": cpu["pg_backend_cpu_s"],
+            "per_cpu_s": round(after["processed"] / (cpu["process_cpu_s"] + cpu["pg_backend_cpu_s"]), 1),
             "drained_per_s": round(after["processed"] / after["span_s"], 1) if after["span_s"] else None,
             "until_empty_per_s": round(after["processed"] / wall, 1), "killed": killed, "sweeps": sweeps,
             "swept": swept, "lost": after["events"] - after["processed"],
@@ -230,9 +273,12 @@ def main() -> int:
             dr = drain(k, args.pg_url, env, work)
             results[f"{k}+{k}"] = {"ack": ack, "drain": dr, "loadavg": os.getloadavg()}
             print(f"{k} web + {k} worker: {ack['acks_per_s']} acks/s (p99 {ack['p99_ms']} ms, "
-                  f"{ack['errors']} errors); drain {dr['drained_per_s']}/s first-to-last, "
-                  f"{dr['until_empty_per_s']}/s until empty; {dr['processed']}/{dr['events']} processed, "
-                  f"exactly once: {dr['exactly_once']}; load average {os.getloadavg()}", flush=True)
+                  f"{ack['errors']} errors; {ack['acks_per_cpu_s']} per CPU-second of web + PostgreSQL: "
+                  f"{ack['web_cpu_s']} + {ack['pg_cpu_s']} s); drain {dr['drained_per_s']}/s first-to-last, "
+                  f"{dr['until_empty_per_s']}/s until empty ({dr['per_cpu_s']} per CPU-second of workers + "
+                  f"PostgreSQL: {dr['worker_cpu_s']} + {dr['pg_cpu_s']} s); "
+                  f"{dr['processed']}/{dr['events']} processed, exactly once: {dr['exactly_once']}; "
+                  f"load average {os.getloadavg()}", flush=True)
         one, two = results["1+1"], results["2+2"]
         print(f"ratios 2+2 / 1+1: acks {two['ack']['acks_per_s'] / one['ack']['acks_per_s']:.2f}, drain "
               f"{(two['drain']['drained_per_s'] or 0) / (one['drain']['drained_per_s'] or 1):.2f}", flush=True)

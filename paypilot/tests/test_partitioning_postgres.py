@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 from django.core.management import call_command
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.test import Client
 from django.utils import timezone
 from django_q.models import Task
@@ -137,6 +137,8 @@ def test_tables_are_partitioned_and_rows_land_in_their_partitions(partitioned):
                                             event_type="invoice.paid", body=b"{}")
         leaf, tenant_id = _home("integrations_webhookevent", event.pk)
         assert leaf.startswith("integrations_webhookevent_b") and _in_bucket(leaf, tenant_id)
+        with pytest.raises(DatabaseError), transaction.atomic():  # the body is still append-only
+            WebhookEvent.objects.filter(pk=event.pk).update(body=b"changed")
     task = Task.objects.create(id=uuid.uuid4().hex, name="t", func="f", started=now, stopped=now,
                                success=True, attempt_count=1)
     with connection.cursor() as cursor:
