@@ -63,7 +63,7 @@ def append_only_guards(*, using: str = DEFAULT_DB_ALIAS) -> dict[str, dict[str, 
               FROM pg_trigger t
               JOIN pg_class c ON c.oid = t.tgrelid
               JOIN pg_proc p ON p.oid = t.tgfoid
-             WHERE NOT t.tgisinternal
+             WHERE NOT t.tgisinternal AND NOT c.relispartition  -- a partition's copy: see its parent
                AND c.relnamespace = current_schema()::regnamespace
                AND p.prosrc LIKE %s
             """,
