@@ -12,12 +12,17 @@ For each shape, on a fresh database and an empty Redis database:
 1. acknowledge: one `../shared/bench/httpbench.py` per web process, all at once, each
    sending signed Stripe deliveries with unique ids to its own process; aggregate acks/s
    = the sum of their rates (they run over the same seconds);
-2. drain: the web processes stop, the worker processes start together; deliveries/s
+2. drain: the web processes stop, the worker processes start together while the queued
+   tasks are held aside in Redis (STARTUP_S), then the tasks are put back; deliveries/s
    between the first and the last event processed, and until none is left received.
+Both phases also count CPU seconds (user + system) of the web or worker process trees and
+of the database's PostgreSQL backends (/proc), deliveries per CPU-second: robust to other
+load on the machine, unlike the rates.
 Then the drill (2 workers): a fresh inbox, both workers start, one is SIGKILLed (its whole
 process group) once a fifth of the inbox is processed; the survivor carries on, and the
-sweeper (`integrations.tasks.sweep_webhook_events`, what the cluster's schedule runs, with
-PAYPILOT_SWEEP_AFTER_MINUTES=0) re-enqueues what the killed worker had taken from Redis.
+sweeper (`integrations.tasks.sweep_webhook_events`, what the cluster's schedule runs, here
+run by the script with PAYPILOT_SWEEP_AFTER_MINUTES=0 once nothing moves for 3 s)
+re-enqueues what the killed worker had taken from Redis.
 Exactly once is counted in the database: every event processed, none with more than one
 processing attempt, one invoice per delivery and no invoice id twice.
 
@@ -52,6 +57,8 @@ GRANIAN = str(ROOT / ".venv" / "bin" / "granian")
 HTTPBENCH = os.environ.get("HTTPBENCH", str(ROOT.parent / "shared" / "bench" / "httpbench.py"))
 BODY = ROOT / "bench" / "webhook_stripe_body.json"
 SECRET = "whsec_scale_out_" + os.urandom(8).hex()
+QUEUE_KEY, HELD_KEY = "django_q:paypilot:q", "django_q:paypilot:held"  # django-q2's Redis list
+STARTUP_S = 6.0  # a qcluster's processes are up and idle well within this on this machine
 CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 
 
@@ -90,7 +97,7 @@ def environment(pg_url: str, redis_url: str) -> dict[str, str]:
         "DATABASE_URL": pg_url, "REDIS_URL": redis_url, "DJANGO_SETTINGS_MODULE": "paypilot.settings",
         "DJANGO_DEBUG": "0", "PAYPILOT_RATE_LIMIT_PER_TOKEN": "0", "PAYPILOT_RATE_LIMIT_PER_IP": "0",
         "PAYPILOT_LOG_LEVEL": "WARNING", "PAYPILOT_Q_SYNC": "0", "PAYPILOT_Q_WORKERS": "1",
-        "PAYPILOT_HOLDOUT_PCT": "0", "PAYPILOT_SWEEP_AFTER_MINUTES": "0", "BENCH_STRIPE_SECRET": SECRET,
+        "PAYPILOT_HOLDOUT_PCT": "0", "BENCH_STRIPE_SECRET": SECRET,
         "PYTHONPATH": str(ROOT),
     })
     return env
@@ -156,10 +163,17 @@ class CpuMeter:
             if got:
                 self.backends[pid] = max(self.backends.get(pid, 0.0), got[1])
 
+    def baseline(self, roots: list[Proc]) -> None:
+        """From here on: what the processes spent starting up is not counted."""
+        self.sample(roots)
+        self.start = (sum(self.procs.values()), sum(self.backends.values()))
+
+    start = (0.0, 0.0)
+
     def result(self) -> dict[str, float]:
         self.conn.close()
-        return {"process_cpu_s": round(sum(self.procs.values()), 2),
-                "pg_backend_cpu_s": round(sum(self.backends.values()), 2)}
+        return {"process_cpu_s": round(sum(self.procs.values()) - self.start[0], 2),
+                "pg_backend_cpu_s": round(sum(self.backends.values()) - self.start[1], 2)}
 
 
 def wait_health(port: int, proc: Proc) -> None:
@@ -211,10 +225,18 @@ def acknowledge(k: int, events: int, concurrency: int, env: dict[str, str], work
 def drain(k: int, pg_url: str, env: dict[str, str], work: Path, *, kill_at: float | None = None,
           timeout: float = 600) -> dict[str, Any]:
     before = counts(pg_url)
-    started = time.monotonic()
+    # The queued tasks are held aside while the clusters start (Django imported in each of
+    # their processes), so the figures are the drain's, not the start-up's.
+    broker = redis.Redis.from_url(env["REDIS_URL"])
+    held = broker.exists(QUEUE_KEY) and broker.rename(QUEUE_KEY, HELD_KEY)
     workers = [Proc(pinned([PY, "manage.py", "qcluster"], i), env, work / f"worker{k}-{i}.log") for i in range(k)]
-    killed, sweeps, swept, last_left, idle_since = False, 0, 0, -1, time.monotonic()
     meter = CpuMeter(pg_url)
+    time.sleep(STARTUP_S)
+    meter.baseline(workers)
+    if held:
+        broker.rename(HELD_KEY, QUEUE_KEY)
+    started = time.monotonic()
+    killed, sweeps, swept, last_left, idle_since = False, 0, 0, -1, time.monotonic()
     try:
         while time.monotonic() - started < timeout:
             time.sleep(0.5)
@@ -231,7 +253,7 @@ def drain(k: int, pg_url: str, env: dict[str, str], work: Path, *, kill_at: floa
             elif killed and time.monotonic() - idle_since > 3:
                 # Nothing moves: the rest was in the killed worker's hands. The cluster's
                 # schedule would run the sweeper; run it now rather than wait its minute.
-                swept += int(manage(env, "shell", "-v0", "-c",
+                swept += int(manage(env | {"PAYPILOT_SWEEP_AFTER_MINUTES": "0"}, "shell", "-v0", "-c",
                                     "from integrations.tasks import sweep_webhook_events as s; print(s())").strip()
                              or 0)
                 sweeps += 1
