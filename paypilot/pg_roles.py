@@ -63,7 +63,7 @@ def append_only_guards(*, using: str = DEFAULT_DB_ALIAS) -> dict[str, dict[str, 
               FROM pg_trigger t
               JOIN pg_class c ON c.oid = t.tgrelid
               JOIN pg_proc p ON p.oid = t.tgfoid
-             WHERE NOT t.tgisinternal
+             WHERE NOT t.tgisinternal AND NOT c.relispartition  -- a partition's copy: see its parent
                AND c.relnamespace = current_schema()::regnamespace
                AND p.prosrc LIKE %s
             """,
@@ -86,7 +86,10 @@ def grant_plan(*, using: str = DEFAULT_DB_ALIAS) -> list[TablePlan]:
     """What the application role gets on each table of the current schema."""
     with connections[using].cursor() as cursor:
         cursor.execute(
-            "SELECT relname FROM pg_class WHERE relkind IN ('r', 'p') "
+            # Not a partition (paypilot.partitioning): the role reaches rows through the
+            # partitioned parent, whose row-level security policy applies; a partition's own
+            # grant would be a way around it.
+            "SELECT relname FROM pg_class WHERE relkind IN ('r', 'p') AND NOT relispartition "
             "AND relnamespace = current_schema()::regnamespace ORDER BY relname"
         )
         tables = [row[0] for row in cursor.fetchall()]

@@ -130,11 +130,15 @@ BEGIN
         RAISE EXCEPTION 'not a tenant table: %', tbl USING ERRCODE = '42501';
     END IF;
     -- Only by a column that identifies one row (the pk, a token prefix, a one-to-one user
-    -- id): a lookup by e-mail or name would tell which tenant knows that person.
+    -- id): a lookup by e-mail or name would tell which tenant knows that person. On a
+    -- partitioned table (paypilot.partitioning) the primary key is widened by the partition
+    -- columns, so its leading column (the sequence-assigned id) is accepted there too.
     SELECT format_type(a.atttypid, a.atttypmod) INTO column_type
       FROM pg_index i
       JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-     WHERE i.indrelid = tbl AND i.indisunique AND i.indnkeyatts = 1 AND a.attname = pk_column
+     WHERE i.indrelid = tbl AND i.indisunique AND a.attname = pk_column
+       AND (i.indnkeyatts = 1
+            OR (i.indisprimary AND (SELECT relkind FROM pg_class WHERE oid = tbl) = 'p'))
      LIMIT 1;
     IF column_type IS NULL THEN
         RAISE EXCEPTION 'not a unique column of %: %', tbl, pk_column USING ERRCODE = '42501';
@@ -188,7 +192,7 @@ def rls_state(*, using: str = DEFAULT_DB_ALIAS, tables: list[str] | None = None)
                    ARRAY(SELECT p.polname FROM pg_policy p
                           WHERE p.polrelid = c.oid AND p.polname <> %s ORDER BY 1)
               FROM pg_class c
-             WHERE c.relkind = 'r' AND c.relname = ANY(%s)
+             WHERE c.relkind IN ('r', 'p') AND c.relname = ANY(%s)
                AND c.relnamespace = current_schema()::regnamespace
             """,
             [POLICY_NAME, POLICY_NAME, names],

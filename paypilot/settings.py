@@ -132,6 +132,13 @@ else:
     # (restart, failover) before a request fails on it; about 0.1 ms per request.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# Past one PostgreSQL (docs/scaling.md): migration paypilot 0007 partitions the webhook
+# events by tenant bucket, task results by month and the reconciliation rows by month and
+# tenant bucket (paypilot.partitioning). Read only when that migration runs; PostgreSQL only.
+PAYPILOT_PARTITIONING = env.bool("PAYPILOT_PARTITIONING", default=False)
+PAYPILOT_PARTITION_TENANT_BUCKETS = env.int("PAYPILOT_PARTITION_TENANT_BUCKETS", default=8)
+if not 1 <= PAYPILOT_PARTITION_TENANT_BUCKETS <= 256:
+    raise ImproperlyConfigured("PAYPILOT_PARTITION_TENANT_BUCKETS must be 1-256")
 
 REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:

@@ -57,7 +57,7 @@ def test_every_tenant_table_has_row_security_enabled_and_forced(app_role):
         cursor.execute(
             "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, p.qual, p.with_check "
             "FROM pg_class c LEFT JOIN pg_policies p ON p.tablename = c.relname AND p.policyname = %s "
-            "WHERE c.relname = ANY(%s) AND c.relkind = 'r'",
+            "WHERE c.relname = ANY(%s) AND c.relkind IN ('r', 'p')",  # 'p': PAYPILOT_PARTITIONING
             [POLICY_NAME, sorted(tables)],
         )
         rows = {r[0]: r[1:] for r in cursor.fetchall()}
