@@ -25,73 +25,75 @@ def slice_bytes() -> int:
     return max(1, int(settings.PAYPILOT_RECON_IMPORT_SLICE_BYTES))
 
 
-def _last_boundary(buf: bytes | bytearray, start: int) -> int:
-    """The index just after the last newline of `buf` outside quotes (a record end), or -1.
-    `buf` begins at a record start, so a newline ends a record when the quotes before it are
-    even in number ("" inside a quoted cell counts twice)."""
-    quotes = buf.count(b'"')
-    pos = len(buf)
-    while True:
-        pos = buf.rfind(b"\n", start, pos)
-        if pos < 0:
+def _boundary(buf: bytes | bytearray, size: int) -> int:
+    """Where the slice at the start of `buf` ends: just after the last record end (a newline
+    outside quotes) within `size` bytes, else after the first one beyond (a record longer
+    than a slice); -1 when `buf` holds no record end. `buf` begins at a record start, so a
+    newline ends a record when the quotes before it are even in number ("" counts twice)."""
+    pos = min(size, len(buf))
+    quotes = buf.count(b'"', 0, pos)
+    while True:  # backwards from `size`
+        newline = buf.rfind(b"\n", 0, pos)
+        if newline < 0:
+            break
+        quotes -= buf.count(b'"', newline, pos)
+        if quotes % 2 == 0:
+            return newline + 1
+        pos = newline
+    pos = min(size, len(buf)) - 1
+    quotes = buf.count(b'"', 0, pos + 1)
+    while True:  # forwards from `size`
+        newline = buf.find(b"\n", pos + 1)
+        if newline < 0:
             return -1
-        if quotes == 0 or (quotes - buf.count(b'"', pos)) % 2 == 0:
-            return pos + 1
+        quotes += buf.count(b'"', pos + 1, newline)
+        if quotes % 2 == 0:
+            return newline + 1
+        pos = newline
 
 
 def record_slices(stream: IO[bytes], size: int) -> Iterator[bytes]:
     """The file as header + about `size` bytes of whole records, slice after slice (one
     slice, the header alone, for a file with no body)."""
     buf = bytearray()
-    header_end = -1
-    while header_end < 0:
-        chunk = stream.read(READ_BYTES)
-        if not chunk:
-            break
-        buf += chunk
-        header_end = _first_boundary(buf)
+    eof = False
+
+    def fill(wanted: int) -> None:
+        nonlocal eof
+        while not eof and len(buf) < wanted:
+            chunk = stream.read(max(READ_BYTES, wanted - len(buf)))
+            if chunk:
+                buf.extend(chunk)
+            else:
+                eof = True
+
+    fill(READ_BYTES)
+    header_end = _boundary(buf, 0)
+    while header_end < 0 and not eof:
+        fill(len(buf) + READ_BYTES)
+        header_end = _boundary(buf, 0)
     if header_end < 0:  # one record, no newline after it
         yield bytes(buf)
         return
     header = bytes(buf[:header_end])
     del buf[:header_end]
     sent = False
-    eof = False
-    while not eof or buf:
-        while not eof and len(buf) < size:
-            chunk = stream.read(max(READ_BYTES, size - len(buf)))
-            if chunk:
-                buf += chunk
-            else:
-                eof = True
-        if eof:
-            cut = len(buf)
-        else:
-            cut = _last_boundary(buf, 0)
-            if cut <= 0:  # one record longer than a slice: gather more
-                more = stream.read(READ_BYTES)
-                if more:
-                    buf += more
-                else:
-                    eof = True
-                continue
-        if cut == 0:
+    while True:
+        fill(size + 1)
+        if not buf:
             break
+        cut = len(buf) if eof and len(buf) <= size else _boundary(buf, size)
+        while cut < 0:  # a record longer than what is buffered: gather more
+            if eof:
+                cut = len(buf)
+            else:
+                fill(len(buf) + READ_BYTES)
+                cut = _boundary(buf, size)
         yield header + bytes(buf[:cut])
         sent = True
         del buf[:cut]
     if not sent:
         yield header
-
-
-def _first_boundary(buf: bytes | bytearray) -> int:
-    pos = -1
-    while True:
-        pos = buf.find(b"\n", pos + 1)
-        if pos < 0:
-            return -1
-        if buf.count(b'"', 0, pos) % 2 == 0:
-            return pos + 1
 
 
 def sliced_columns(
