@@ -29,9 +29,12 @@ Usage: .venv/bin/python bench/recon.py [--orders 1000000 | --sizes 1000000,50000
 from __future__ import annotations
 
 import argparse
+import cProfile
 import csv
+import io
 import json
 import os
+import pstats
 import random
 import resource
 import subprocess
@@ -152,6 +155,30 @@ def _ratio(now: float, key: str, vendor: str) -> str:
     return f"{now / before:.2f}x the previous release's {before:,.3g}"
 
 
+class _Profile:
+    """cProfile around the timed calls when asked, else nothing."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.profile = cProfile.Profile() if enabled else None
+
+    def __enter__(self) -> None:
+        if self.profile is not None:
+            self.profile.enable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.profile is not None:
+            self.profile.disable()
+
+    def report(self, what: str, top: int = 12) -> None:
+        if self.profile is None:
+            return
+        out = io.StringIO()
+        pstats.Stats(self.profile, stream=out).sort_stats("tottime").print_stats(top)
+        print(f"top {top} cProfile entries of {what} (by own time):")
+        print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-4000:])
+        self.profile = cProfile.Profile()
+
+
 def measure(args: argparse.Namespace, orders: int) -> dict[str, float]:
     """Write, import and run one size in this process; returns its figures."""
     work = Path(tempfile.mkdtemp(prefix="pp-bench-recon."))
@@ -204,10 +231,12 @@ def measure(args: argparse.Namespace, orders: int) -> dict[str, float]:
           f"{PREVIOUS[vendor]['machine_s']:.3g} s); load average {os.getloadavg()[0]:.1f}")
     total_rows, total_time, total_cpu, total_server = 0, 0.0, 0.0, 0.0
     s1: float | None = None
+    profiler = _Profile(args.profile)
     for kind in ("provider", "orders", "bank"):
         s0 = _backend_cpu(connection)
         t0, c0 = time.perf_counter(), time.process_time()
-        batch = file_import(tenant=tenant, kind=kind, filename=files[kind].name, path=files[kind], actor="bench")
+        with profiler:
+            batch = file_import(tenant=tenant, kind=kind, filename=files[kind].name, path=files[kind], actor="bench")
         took, cpu = time.perf_counter() - t0, time.process_time() - c0
         s1 = _backend_cpu(connection)
         server = None if s0 is None or s1 is None else s1 - s0
@@ -223,9 +252,11 @@ def measure(args: argparse.Namespace, orders: int) -> dict[str, float]:
     print(f"import all      {total_rows:>10,} rows in {total_time:6.1f} s = {total_rows / total_time:>9,.0f} rows/s "
           f"wall ({_cpu_text(total_cpu, server_total, total_rows)}); load average {os.getloadavg()[0]:.1f}; "
           f"machine {machine:.2f} s; {_ratio(rate, 'import_rows_per_cpu_s', vendor)}")
+    profiler.report("the imports")
     s0 = _backend_cpu(connection)
     t0, c0 = time.perf_counter(), time.process_time()
-    run, _ = run_create(tenant=tenant, as_of=date(2026, 12, 31), actor="bench")
+    with profiler:
+        run, _ = run_create(tenant=tenant, as_of=date(2026, 12, 31), actor="bench")
     took, cpu = time.perf_counter() - t0, time.process_time() - c0
     s1 = _backend_cpu(connection)
     server = None if s0 is None or s1 is None else s1 - s0
@@ -240,6 +271,7 @@ def measure(args: argparse.Namespace, orders: int) -> dict[str, float]:
           f"{result['orders']:,} orders, match rate {result['match_rate']}, "
           f"{len(result['breaks']):,} breaks {dict(sorted(counts.items()))}, {len(result['in_transit'])} in transit")
     del result, run
+    profiler.report("the run")
     peak = _rss_mb()
     print(f"peak memory     {peak:,.0f} MB (max RSS of this process; machine {machine:.2f} s; "
           f"{_ratio(peak, 'peak_mb', vendor)})")
@@ -260,6 +292,8 @@ def main() -> None:
     parser.add_argument("--payouts", type=int, default=20_000, help="payouts (and bank lines)")
     parser.add_argument("--cpu", type=int, default=0, help="CPU to pin to (-1: do not pin)")
     parser.add_argument("--postgres", default="", help="a PostgreSQL URL instead of a fresh SQLite file")
+    parser.add_argument("--profile", action="store_true", help="print the top cProfile entries of the imports "
+                        "and of the run (the figures then include the profiler's overhead)")
     parser.add_argument("--app-role", default="", help="PostgreSQL: import and run as this application role "
                         "(created by pg_roles' app_role_apply), under row-level security as in production")
     args = parser.parse_args()
@@ -273,6 +307,7 @@ def main() -> None:
     for size in (int(s) for s in args.sizes.split(",")):
         command = [sys.executable, __file__, "--orders", str(size), "--payouts", str(args.payouts),
                    "--cpu", str(args.cpu), "--postgres", args.postgres, "--app-role", args.app_role]
+        command += ["--profile"] if args.profile else []
         print(f"--- {size:,} orders (own process)", flush=True)
         out = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True).stdout
         print(out, end="", flush=True)
