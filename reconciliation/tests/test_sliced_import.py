@@ -163,3 +163,18 @@ def test_an_import_from_a_path_equals_one_from_bytes(tenant, other_tenant, setti
     with pytest.raises(FileRefused) as empty:
         file_import(tenant=tenant, kind="provider", filename="b.csv", path=blank, actor="t")
     assert empty.value.reason == "empty_file"
+
+
+@pytest.mark.django_db
+def test_the_preview_reads_no_columnar_pass_and_only_the_rows_it_shows(tenant, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from reconciliation import columnar
+
+    def no_columnar(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("the preview converted the whole file to columns")
+
+    monkeypatch.setattr(columnar, "stripe_columns", no_columnar)
+    data = _stripe(300).replace(b",usd,260.50,", b",usd,26O.50,")  # a bad row far below the preview
+    parsed, layout = imports.file_detect(tenant=tenant, kind="provider", data=data)
+    first = next(iter(parsed.rows))
+    assert layout is None and parsed.file_format == "stripe_report"
+    assert first["transaction_id"] == "txn_0" and first["line"] == 2
