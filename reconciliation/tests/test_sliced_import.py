@@ -178,3 +178,21 @@ def test_the_preview_reads_no_columnar_pass_and_only_the_rows_it_shows(tenant, m
     first = next(iter(parsed.rows))
     assert layout is None and parsed.file_format == "stripe_report"
     assert first["transaction_id"] == "txn_0" and first["line"] == 2
+
+
+@pytest.mark.django_db
+def test_recon_import_streams_a_large_csv_from_its_path(tenant, settings, tmp_path, monkeypatch, slices) -> None:  # type: ignore[no-untyped-def]
+    from django.core.management import call_command
+
+    path = tmp_path / "stripe.csv"
+    path.write_bytes(_stripe(300))
+    settings.PAYPILOT_RECON_IMPORT_SLICE_BYTES = 1024
+
+    def whole(_self: Path) -> bytes:
+        raise AssertionError("the whole file was read")
+
+    monkeypatch.setattr(Path, "read_bytes", whole)
+    out = io.StringIO()
+    call_command("recon_import", "--tenant", tenant.slug, "--kind", "provider", str(path), stdout=out)
+    assert json.loads(out.getvalue())["rows"] == 300 and slices == [slices[0]] and slices[0] > 10
+    assert ProviderRow.objects.filter(tenant=tenant).count() == 300
