@@ -393,6 +393,9 @@ PAYPILOT_WEBHOOK_BODY_DAYS = env.int("PAYPILOT_WEBHOOK_BODY_DAYS", default=30)
 
 # Reconciliation (docs/reconciliation.md)
 PAYPILOT_RECON_MAX_FILE_BYTES = env.int("PAYPILOT_RECON_MAX_FILE_BYTES", default=20 * 1024 * 1024)
+# A large CSV is read by the columnar reader this many bytes at a time (cut at a record
+# end, the header repeated): an import's memory follows the slice, not the file.
+PAYPILOT_RECON_IMPORT_SLICE_BYTES = env.int("PAYPILOT_RECON_IMPORT_SLICE_BYTES", default=16 * 1024 * 1024)
 # The one directory the MCP tools preview_file / import_file may read a `path` from (stdio
 # only; symlinks and `..` resolved first). Empty: no path is read at all, content only.
 PAYPILOT_MCP_FILE_ROOT = env.str("PAYPILOT_MCP_FILE_ROOT", default="")

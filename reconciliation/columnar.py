@@ -247,8 +247,8 @@ def _lower(series: pl.Series) -> pl.Series:
 def stripe_columns(data: bytes) -> Columns | None:
     """Provider columns of a Stripe itemized report, or None (use `parse_stripe_report`)."""
     cells = read_cells(data, ",")
-    if cells is None or not is_stripe_report(cells[0]):
-        return None
+    if cells is None or not is_stripe_report(cells[0]) or not cells[1].height:
+        return None  # (a header alone: nothing to vectorise; the row parser reads no rows)
     header, body = cells
     try:
         return _stripe(header, body)
@@ -308,7 +308,7 @@ def _stripe(header: list[str], body: pl.DataFrame) -> Columns:
 def layout_columns(data: bytes, *, kind: str, spec: LayoutSpec) -> Columns | None:
     """Canonical columns of a CSV through a confirmed layout, or None (use `parse_with_layout`)."""
     cells = read_cells(data, spec.delimiter)
-    if cells is None:
+    if cells is None or not cells[1].height:
         return None
     header, body = cells
     try:

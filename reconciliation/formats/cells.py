@@ -88,6 +88,12 @@ def amount_to_minor(text: str, currency: str, *, decimal_separator: str = ".") -
         raise ValueError("not a number") from exc
     if not number.is_finite():
         raise ValueError("not a finite number")
+    # "1e1000000" is a valid Decimal: scaling it would raise decimal.Overflow (not a
+    # refusal), and "1e-1000030" would underflow to 0.
+    if number and number.adjusted() > 30:
+        raise ValueError("the amount is beyond a 64-bit integer")
+    if number and number.adjusted() < -30:
+        raise ValueError("more decimals than the currency has")
     scaled = number.scaleb(currency_exponent(currency))
     if scaled != scaled.to_integral_value():
         raise ValueError("more decimals than the currency has")

@@ -15,7 +15,7 @@ from pydantic import Field
 from reconciliation.formats import FileRefused, decode
 from reconciliation.layouts import layout_suggest
 from reconciliation.models import ContractVersion, ImportFile, Kind, Layout, Run
-from reconciliation.services.imports import REASON_UNKNOWN_LAYOUT, _detect, file_import, layout_save
+from reconciliation.services.imports import REASON_UNKNOWN_LAYOUT, file_detect, file_import, layout_save
 
 from .analysis import service
 from .files import LocalPath, file_bytes
@@ -57,7 +57,7 @@ def _preview_file(who: Caller, kind: str, filename: str, content: str | None, co
         "already_imported": ImportFile.objects.filter(tenant=who.tenant, sha256=digest).exists(),
     }
     try:
-        parsed, layout = _detect(tenant=who.tenant, kind=kind, data=data)  # reads only
+        parsed, layout = file_detect(tenant=who.tenant, kind=kind, data=data)  # reads only the head it shows
     except FileRefused as exc:
         if exc.reason != REASON_UNKNOWN_LAYOUT:
             raise _refused(exc) from exc

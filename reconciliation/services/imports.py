@@ -6,8 +6,11 @@ Reading is `reconciliation.formats`; storing the rows is `import_rows` (row by r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +19,7 @@ from django.db import transaction
 from paypilot.models import Tenant
 from paypilot.services import audit_record
 from paypilot.tenancy import tenant_context
+from reconciliation.columnar_chunks import sliced_columns
 from reconciliation.formats import (
     CANONICAL,
     FileRefused,
@@ -33,6 +37,7 @@ from reconciliation.formats import (
 from reconciliation.models import ImportFile, Kind, Layout
 from reconciliation.services.import_columns import columns_bulk_insert, columns_fit
 from reconciliation.services.import_rows import REASON_TOO_LONG, row_values, rows_bulk_insert
+from reconciliation.services.import_source import Source
 
 REASON_TOO_LARGE = "file_too_large"
 REASON_DUPLICATE = "duplicate_file"
@@ -44,22 +49,36 @@ REASON_BAD_MAPPING = "bad_mapping"
 # straight to the row parser, whose start-up is cheaper. Tests set 0 to run both paths.
 COLUMNAR_MIN_BYTES = 256 * 1024
 
-__all__ = ["REASON_TOO_LONG", "file_import", "layout_save", "sample_rows_import"]
+__all__ = ["REASON_TOO_LONG", "file_detect", "file_import", "layout_save", "sample_rows_import"]
 
 
-def _detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout | None]:
-    """Recognise the file (a reader of `reconciliation.formats`), else read it through the
+@dataclass(frozen=True)
+class _Plan:
+    """How a file will be read: its format and layout, the row parser over the whole file,
+    and (a large CSV the columnar reader has a path for) that reader of one slice."""
+
+    file_format: str
+    layout: Layout | None
+    parse: Callable[[], Parsed]
+    convert: Callable[[bytes], dict[str, Any] | None] | None = None
+
+
+def _plan(*, tenant: Tenant, kind: str, source: Source, columnar: bool = True) -> _Plan:
+    """Recognise the file from its head (a reader of `reconciliation.formats`), else find the
     tenant's confirmed layout for its header."""
-    sample = Sample(data)
-    reader = recognise(sample)
+    head = Sample(source.head())
+    large = columnar and source.size >= COLUMNAR_MIN_BYTES
+    reader = recognise(head)
     if reader is not None:
         if kind != reader.kind:
             raise FileRefused(REASON_WRONG_KIND, reader.wrong_kind)
-        columns = _recognised_columns(reader.file_format, data)
-        if columns is not None and columns_fit(kind, columns):
-            return Parsed(kind=kind, file_format=reader.file_format, columns=columns), None
-        return reader.read(sample), None
-    first_line = sample.first_line
+        convert = None
+        if large and reader.file_format == "stripe_report":
+            from reconciliation.columnar import stripe_columns  # polars loads only for a large file
+
+            convert = stripe_columns
+        return _Plan(reader.file_format, None, lambda: reader.read(Sample(source.read_all())), convert)
+    first_line = head.first_line
     delimiter = sniff_delimiter(first_line)
     header, _ = csv_rows(first_line, delimiter)
     layout = Layout.objects.filter(tenant=tenant, kind=kind, header_key=header_key(header)).first()
@@ -73,69 +92,98 @@ def _detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout |
         )
     spec = LayoutSpec(columns=layout.columns, date_format=layout.date_format,
                       decimal_separator=layout.decimal_separator, delimiter=layout.delimiter, values=layout.values)
-    from reconciliation.columnar import layout_columns  # polars loads only for a large file
+    convert = None
+    if large:
+        from reconciliation.columnar import layout_columns  # polars loads only for a large file
 
-    columns = layout_columns(data, kind=kind, spec=spec) if len(data) >= COLUMNAR_MIN_BYTES else None
-    if columns is not None and columns_fit(kind, columns):
-        return Parsed(kind=kind, file_format="layout", columns=columns), layout
-    return parse_with_layout(text_stream(data), kind=kind, spec=spec), layout
+        convert = functools.partial(layout_columns, kind=kind, spec=spec)
+    return _Plan("layout", layout, lambda: parse_with_layout(text_stream(source.read_all()), kind=kind, spec=spec),
+                 convert)
 
 
-def _recognised_columns(file_format: str, data: bytes) -> dict[str, Any] | None:
-    """A large recognised file's canonical columns when the columnar reader has a path for
-    its format (Stripe's report) and takes it; else None and the row reader reads it."""
-    if file_format != "stripe_report" or len(data) < COLUMNAR_MIN_BYTES:
-        return None
-    from reconciliation.columnar import stripe_columns  # polars loads only for a large file
-
-    return stripe_columns(data)
+def file_detect(*, tenant: Tenant, kind: str, data: bytes) -> tuple[Parsed, Layout | None]:
+    """What `file_import` would read, for a preview: the format, the layout and the rows
+    produced lazily by the row parser (a CSV is read only as far as the preview goes; no
+    columnar pass over the whole file). Raises FileRefused like the import."""
+    plan = _plan(tenant=tenant, kind=kind, source=Source(data=data), columnar=False)
+    return plan.parse(), plan.layout
 
 
 def file_import(
-    *, tenant: Tenant, kind: str, filename: str, data: bytes, actor: str,
-    progress: Callable[[int], None] | None = None,
+    *, tenant: Tenant, kind: str, filename: str, data: bytes | None = None, path: str | Path | None = None,
+    actor: str, progress: Callable[[int], None] | None = None,
 ) -> ImportFile:
-    """Import one file of `kind` for `tenant` in one transaction with its audit row.
+    """Import one file of `kind` for `tenant` in one transaction with its audit row. Give
+    the bytes (`data`) or a `path`: a path is hashed and read in slices, never whole unless
+    a row parser reads it (XML, BAI2, MT940, a CSV the columnar reader declines).
 
     Raises FileRefused (reason, line, column) and stores nothing when the file is too large,
     already imported (same sha256), of an unknown layout, or has any bad row."""
     if kind not in Kind.values:
         raise FileRefused(REASON_BAD_KIND, f"kind must be one of {', '.join(Kind.values)}")
+    source = Source.of(data=data, path=path)
     limit = settings.PAYPILOT_RECON_MAX_FILE_BYTES
-    if len(data) > limit:
-        raise FileRefused(REASON_TOO_LARGE, f"the file has {len(data)} bytes; the limit is {limit}")
-    if not data or data.isspace():  # strip() would copy the whole file to learn the same
+    size = source.size
+    if size > limit:
+        raise FileRefused(REASON_TOO_LARGE, f"the file has {size} bytes; the limit is {limit}")
+    digest, blank = source.digest_and_blank()
+    if blank:
         raise FileRefused("empty_file", "the file is empty")
-    digest = hashlib.sha256(data).hexdigest()
     with tenant_context(tenant):
         existing = ImportFile.objects.filter(tenant=tenant, sha256=digest).first()
         if existing is not None:
             raise FileRefused(REASON_DUPLICATE, f"this file was already imported as batch {existing.pk} "
                               f"({existing.filename}, {existing.created_at:%Y-%m-%d %H:%M} UTC); nothing imported")
-        parsed, layout = _detect(tenant=tenant, kind=kind, data=data)
-        return _store(tenant=tenant, kind=kind, filename=filename, size=len(data), digest=digest,
-                      parsed=parsed, layout=layout, actor=actor, progress=progress)
+        plan = _plan(tenant=tenant, kind=kind, source=source)
+        return _store(tenant=tenant, kind=kind, filename=filename, size=size, digest=digest, plan=plan,
+                      source=source, actor=actor, progress=progress)
+
+
+class _Declined(Exception):
+    """A slice the columnar reader does not take: roll its slices back, use the row parser."""
+
+
+def _sliced_insert(
+    *, kind: str, tenant_id: int, file_id: int, plan: _Plan, source: Source, progress: Callable[[int], None] | None,
+) -> int:
+    """Convert and insert one slice at a time (memory follows the slice); _Declined when the
+    columnar reader does not take a slice."""
+    assert plan.convert is not None
+    count = 0
+    with source.open() as stream:
+        for columns in sliced_columns(stream, plan.convert):
+            if columns is None or not columns_fit(kind, columns):
+                raise _Declined
+            count += columns_bulk_insert(kind=kind, tenant_id=tenant_id, file_id=file_id, columns=columns,
+                                         progress=progress)
+    return count
 
 
 def _store(
-    *, tenant: Tenant, kind: str, filename: str, size: int, digest: str, parsed: Parsed,
-    layout: Layout | None, actor: str, progress: Callable[[int], None] | None,
+    *, tenant: Tenant, kind: str, filename: str, size: int, digest: str, plan: _Plan, source: Source | None,
+    actor: str, progress: Callable[[int], None] | None,
 ) -> ImportFile:
     with transaction.atomic():
         batch = ImportFile.objects.create(
-            tenant=tenant, kind=kind, file_format=parsed.file_format, filename=filename[:255], sha256=digest,
-            size_bytes=size, rows=0, layout=layout, actor=actor,
+            tenant=tenant, kind=kind, file_format=plan.file_format, filename=filename[:255], sha256=digest,
+            size_bytes=size, rows=0, layout=plan.layout, actor=actor,
         )
-        if parsed.columns is not None:
-            count = columns_bulk_insert(kind=kind, tenant_id=tenant.pk, file_id=batch.pk, columns=parsed.columns,
-                                        progress=progress)
-        else:
+        count = None
+        if plan.convert is not None and source is not None:
+            try:
+                with transaction.atomic():  # a savepoint: a declined slice takes the slices before with it
+                    count = _sliced_insert(kind=kind, tenant_id=tenant.pk, file_id=batch.pk, plan=plan,
+                                           source=source, progress=progress)
+            except _Declined:
+                count = None
+        if count is None:
+            parsed = plan.parse()
             count = rows_bulk_insert(kind=kind, values=row_values(kind, tenant.pk, batch.pk, parsed.rows),
                                      progress=progress)
         batch.rows = count
         batch.save(update_fields=["rows"])
         audit_record(event="reconciliation.file.imported", tenant=tenant, actor=actor,
-                     detail={"kind": kind, "recon_file": batch.pk, "count": count, "source": parsed.file_format,
+                     detail={"kind": kind, "recon_file": batch.pk, "count": count, "source": plan.file_format,
                              "sha256": digest})
     return batch
 
@@ -145,10 +193,10 @@ def sample_rows_import(
 ) -> ImportFile:
     """Canonical rows of the shipped sample workspace, stored like an imported file."""
     digest = hashlib.sha256(digest_source).hexdigest()
-    parsed = Parsed(kind=kind, file_format="sample", rows=rows)
+    plan = _Plan("sample", None, lambda: Parsed(kind=kind, file_format="sample", rows=rows))
     with tenant_context(tenant):
         return _store(tenant=tenant, kind=kind, filename=filename, size=len(digest_source), digest=digest,
-                      parsed=parsed, layout=None, actor=actor, progress=None)
+                      plan=plan, source=None, actor=actor, progress=None)
 
 
 def layout_save(

@@ -8,7 +8,7 @@ from typing import Any
 from reconciliation import engine
 from reconciliation.engine import BreakItem
 from reconciliation.formats import day_number
-from reconciliation.services.run_sql import query, sql_in
+from reconciliation.services.run_sql import execute, query, sql_in
 
 # Dispute statuses with nothing left to decide (evidence sent, or closed).
 DISPUTE_CLOSED = ("won", "lost", "closed", "warning_closed", "under_review", "warning_under_review",
@@ -18,6 +18,12 @@ DISPUTE_CLOSED = ("won", "lost", "closed", "warning_closed", "under_review", "wa
 def disputes_due(tenant_id: int, as_of_day: int, breaks: list[BreakItem]) -> list[dict[str, Any]]:
     """Open disputes with evidence due within 7 days, each linked to a break on the same
     charge or, failing that, on the same order."""
+    if not query("SELECT EXISTS (SELECT 1 FROM reconciliation_disputerow WHERE tenant_id = %(t)s)",
+                 {"t": tenant_id})[0][0]:
+        return []
+    # Each dispute's capture by its charge: indexed here, not when rt_cap is built, so a
+    # tenant without disputes does not pay for it (0.2 s of CPU per million captures).
+    execute("CREATE INDEX rt_cap_charge ON rt_cap (charge_key)")
     rows = query(f"""
         SELECT d.dispute_id, d.charge_id, d.amount_minor, d.currency, d.evidence_due_by, c.order_id
         FROM (SELECT x.*, ROW_NUMBER() OVER (PARTITION BY x.dispute_id ORDER BY x.known_at DESC, x.id DESC) AS rn

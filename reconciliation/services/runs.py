@@ -29,6 +29,7 @@ from reconciliation import engine
 from reconciliation.engine import BreakItem
 from reconciliation.formats import day_number
 from reconciliation.models import Break, ContractVersion, DisputeRow, ImportFile, Run
+from reconciliation.services.run_breaks import breaks_insert
 from reconciliation.services.run_disputes import disputes_due
 from reconciliation.services.run_fx import fx_check
 from reconciliation.services.run_orders import captures_build, fees_check, orders_match
@@ -125,12 +126,8 @@ def run_create(*, tenant: Tenant, as_of: date, actor: str, progress: Progress | 
             breaks_count=len(breaks), actor=actor,
         )
         carried = _previous_resolutions(tenant=tenant, run=run)
-        Break.objects.bulk_create([
-            Break(tenant=tenant, run=run, position=i, kind=b.kind, amount_minor=b.amount_minor, currency=b.currency,
-                  refs=b.refs, explanation=b.explanation, contract_version_id=b.contract_version_id,
-                  **carried.get(_break_key(b.kind, b.amount_minor, b.currency, b.refs), {}))
-            for i, b in enumerate(breaks)
-        ])
+        breaks_insert(tenant_id=tenant.pk, run_id=run.pk, breaks=breaks,
+                      carried=lambda b: carried.get(_break_key(b.kind, b.amount_minor, b.currency, b.refs), {}))
         audit_record(event="reconciliation.run.created", tenant=tenant, actor=actor,
                      detail={"recon_run": run.pk, "as_of": as_of.isoformat(), "input_digest": digest,
                              "count": len(breaks)})

@@ -61,6 +61,8 @@ AMOUNT = st.text(alphabet=st.sampled_from(list("0123456789.,-+() '\u00a0e")), mi
 
 
 @settings(max_examples=500, deadline=None)
+@example(cells=["1e1000000"], currency="USD", separator=".")  # decimal.Overflow in amount_to_minor, once
+@example(cells=["1e-1000030"], currency="USD", separator=".")  # underflowed to 0, once
 @given(cells=st.lists(AMOUNT, min_size=1, max_size=6), currency=st.sampled_from(["USD", "JPY", "KWD"]),
        separator=st.sampled_from([".", ","]))
 def test_amounts_equal_amount_to_minor_or_decline(cells: list[str], currency: str, separator: str) -> None:
