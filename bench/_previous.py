@@ -11,7 +11,8 @@ issue 32, each with the section it comes from.
 Usage from a shell benchmark:
   python bench/_previous.py ack sqlite ACK_JSON SPEED        (httpbench's -o output)
   python bench/_previous.py drain postgres PER_SECOND SPEED
-`recon` figures: `ratio_line("recon_import_sqlite", value, speed)` from bench/recon.py.
+(bench/recon.py keeps the reconciliation figures in its own PREVIOUS, beside the code that
+prints them.)
 """
 
 from __future__ import annotations
@@ -40,11 +41,6 @@ PREVIOUS: dict[str, Figure] = {
     # "A third machine, 3 December 2026 20:30-20:52 UTC": six drains, 735-788/s (median 764).
     "drain_postgres": Figure(764, "deliveries/s", True, 0.38, "docs/benchmarks.md, 3 Dec 2026 20:40-21:36"),
     "drain_sqlite": Figure(805, "deliveries/s", True, None, "docs/benchmarks.md, 30 Nov 2026, SQLite drain"),
-    # "A third machine, 3 December 2026 20:22-20:43 UTC": 1M orders + 1M provider rows.
-    "recon_import_sqlite": Figure(165_139, "rows/s", True, 0.37, "docs/benchmarks.md, 3 Dec 2026 20:42 SQLite"),
-    "recon_import_postgres": Figure(115_582, "rows/s", True, 0.37, "docs/benchmarks.md, 3 Dec 2026 20:34 PostgreSQL"),
-    "recon_run_sqlite": Figure(13.0, "s", False, 0.37, "docs/benchmarks.md, 3 Dec 2026 20:42 SQLite"),
-    "recon_peak_mb": Figure(901, "MB", False, 0.37, "docs/benchmarks.md, 3 Dec 2026 20:42 SQLite"),
 }
 
 
