@@ -4,6 +4,8 @@ limited per client address and per tenant before anything is parsed or written."
 from __future__ import annotations
 
 import copy
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from integrations.models import WebhookEvent
 from integrations.tests.conftest import load_fixture
+from paypilot import ratelimit
 from paypilot.models import AuditEvent
 from paypilot.ratelimit import counters_clear
 
@@ -22,8 +25,13 @@ ADDRESS = "192.0.2.10"  # one provider address for the whole burst
 
 
 @pytest.fixture(autouse=True)
-def _limits(settings: Any) -> None:
+def _limits(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     counters_clear()
+    # The windows are fixed: a burst that straddles a window's end is counted half in each
+    # (CI once saw the 31st failure answered 400). The counters' clock is held mid-window.
+    window = settings.PAYPILOT_RATE_LIMIT_WINDOW_SECONDS
+    still = (time.time() // window) * window + window / 2
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(time=lambda: still))
     settings.PAYPILOT_RATE_LIMIT_PER_IP = 10  # far below the burst: webhooks must not count here
     settings.PAYPILOT_WEBHOOK_FAILURES_PER_IP = 20
     settings.PAYPILOT_WEBHOOK_FAILURES_PER_TENANT = 50
