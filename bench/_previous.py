@@ -32,10 +32,18 @@ class Figure:
 
 
 PREVIOUS: dict[str, Figure] = {
-    # Acknowledgements at 64 connections: SQLite as issue 32 sums up the last round; PostgreSQL
-    # from "Signed Stripe webhooks" (30 Nov 2026). Neither has a machine-speed reading.
+    # Acknowledgements: the "Signed Stripe webhooks" table (30 Nov 2026), but SQLite at 64
+    # connections as issue 32 sums up the last round. None has a machine-speed reading.
+    "ack_sqlite_c1": Figure(940, "acks/s", True, None, "docs/benchmarks.md, 30 Nov 2026, SQLite c=1"),
+    "ack_sqlite_c1_p99": Figure(6.2, "ms p99", False, None, "docs/benchmarks.md, 30 Nov 2026, SQLite c=1"),
+    "ack_sqlite_c16": Figure(1066, "acks/s", True, None, "docs/benchmarks.md, 30 Nov 2026, SQLite c=16"),
+    "ack_sqlite_c16_p99": Figure(23.5, "ms p99", False, None, "docs/benchmarks.md, 30 Nov 2026, SQLite c=16"),
     "ack_sqlite_c64": Figure(930, "acks/s", True, None, "issue 32: the last round, SQLite c=64"),
     "ack_sqlite_c64_p99": Figure(92, "ms p99", False, None, "issue 32: the last round, SQLite c=64"),
+    "ack_postgres_c1": Figure(514, "acks/s", True, None, "docs/benchmarks.md, 30 Nov 2026, PostgreSQL c=1"),
+    "ack_postgres_c1_p99": Figure(2.6, "ms p99", False, None, "docs/benchmarks.md, 30 Nov 2026, PostgreSQL c=1"),
+    "ack_postgres_c16": Figure(866, "acks/s", True, None, "docs/benchmarks.md, 30 Nov 2026, PostgreSQL c=16"),
+    "ack_postgres_c16_p99": Figure(25.1, "ms p99", False, None, "docs/benchmarks.md, 30 Nov 2026, PostgreSQL c=16"),
     "ack_postgres_c64": Figure(887, "acks/s", True, None, "docs/benchmarks.md, 30 Nov 2026, PostgreSQL c=64"),
     "ack_postgres_c64_p99": Figure(79.5, "ms p99", False, None, "docs/benchmarks.md, 30 Nov 2026, PostgreSQL c=64"),
     # "A third machine, 3 December 2026 20:30-20:52 UTC": six drains, 735-788/s (median 764).
@@ -62,9 +70,10 @@ def _ack(db: str, path: str, speed: float | None) -> None:
         summary = json.load(stream)["summary_median"]
     for step in summary:
         line = f"c={step['concurrency']}: {step['rps']} acks/s, p99 {step['p99_ms']} ms"
-        if step["concurrency"] == 64 and f"ack_{db}_c64" in PREVIOUS:
-            line += "\n  " + ratio_line(f"ack_{db}_c64", float(step["rps"]), speed)
-            line += "\n  " + ratio_line(f"ack_{db}_c64_p99", float(step["p99_ms"]), speed)
+        key = f"ack_{db}_c{step['concurrency']}"
+        if key in PREVIOUS:
+            line += "\n  " + ratio_line(key, float(step["rps"]), speed)
+            line += "\n  " + ratio_line(f"{key}_p99", float(step["p99_ms"]), speed)
         print(line)
 
 
