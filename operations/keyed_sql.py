@@ -19,6 +19,8 @@ from typing import Any
 
 from django.db import connection, models
 
+from paypilot.keyed import column_field
+
 # Keys per statement: well under SQLite's 32,766 parameters and PostgreSQL's 65,535.
 KEY_CHUNK = 2000
 
@@ -39,15 +41,7 @@ def _column(model: type[models.Model], name: str) -> str:
     """A field's column, by field or attribute name ("pk" for the primary key)."""
     if name == "pk":
         return model._meta.pk.column
-    return _field(model, name).column
-
-
-def _field(model: type[models.Model], name: str) -> models.Field:
-    """A concrete field by name: reverse relations and generic keys have no column."""
-    field = model._meta.get_field(name)
-    if not isinstance(field, models.Field) or field.column is None:
-        raise ValueError(f"{model._meta.label}.{name} is not a column")
-    return field
+    return column_field(model, name).column
 
 
 def _converter(field: models.Field) -> Converter | None:
@@ -98,7 +92,7 @@ def rows_by_pk(
     when `names` is None), ordered by key, a chunk of keys per statement."""
     pk = model._meta.pk
     fields: list[models.Field] = (
-        list(model._meta.concrete_fields) if names is None else [pk, *(_field(model, n) for n in names)]
+        list(model._meta.concrete_fields) if names is None else [pk, *(column_field(model, n) for n in names)]
     )
     attnames = ["pk" if f is pk and names is not None else f.attname for f in fields]
     converters = [(i, c) for i, f in enumerate(fields) if (c := _converter(f)) is not None]

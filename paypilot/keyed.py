@@ -51,7 +51,7 @@ def rows_locked_by_keys(
         return [row for row in candidates if tuple(getattr(row, name) for name in key_fields) in exact]
     meta = model._meta
     quote = connection.ops.quote_name
-    fields = {name: _column_field(model, name) for name in (*key_fields, *filters)}
+    fields = {name: column_field(model, name) for name in (*key_fields, *filters)}
     arrays = ", ".join(f"%s::{_array_type(fields[name])}" for name in key_fields)
     names = ", ".join(f"k{i}" for i in range(len(key_fields)))
     bound = [f"t.{quote(fields[name].column)} = k.k{i}" for i, name in enumerate(key_fields)]
@@ -65,7 +65,7 @@ def rows_locked_by_keys(
     return list(model._default_manager.raw(sql, params))
 
 
-def _column_field(model: type[models.Model], name: str) -> models.Field:
+def column_field(model: type[models.Model], name: str) -> models.Field:
     """The concrete field behind `name` (a column of the model's own table)."""
     field = model._meta.get_field(name)
     if not isinstance(field, models.Field) or not field.concrete or field.column is None:

@@ -253,7 +253,7 @@ def _reject(tenant: Tenant, provider: str, reason: str, *, status: int = 400, no
 def enqueue_processing(event_id: int, *, task_row: int | None = None) -> None:
     """Queue `process_event` for the event. ORM broker: in the caller's transaction (a
     transactional outbox), in queue row `task_row` when the event insert took one
-    (`event_insert`). Redis broker: after commit; the sweeper covers a lost enqueue."""
+    (`event_values_insert`). Redis broker: after commit; the sweeper covers a lost enqueue."""
     if settings.REDIS_URL:
         transaction.on_commit(lambda: _enqueue(event_id))
     else:

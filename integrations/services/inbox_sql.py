@@ -145,19 +145,6 @@ def event_values_insert(values: Mapping[str, Any]) -> tuple[int, int | None] | N
                    sequence_column=sequence)
 
 
-def event_insert(*, event: WebhookEvent) -> int | None:
-    """`event_values_insert` for an unsaved model instance (its pk and task_row set on
-    success); returns the new id or None for the tenant's duplicate."""
-    values = {field.attname: field.pre_save(event, True) for field in event._meta.concrete_fields
-              if not field.primary_key}
-    inserted = event_values_insert(values)
-    if inserted is None:
-        return None
-    event.pk, event.task_row = inserted
-    event._state.adding = False
-    return inserted[0]
-
-
 def task_enqueue(func: str, *args: Any, name: str, ack_failure: bool, save: bool) -> bool:
     """Queue `func(*args)` for the cluster through the process's ORM broker, in the caller's
     transaction, with the package `async_task` would build (the same keys and values,

@@ -19,7 +19,7 @@ from django_q.signing import SignedPackage
 from integrations.models import WebhookEvent
 from integrations.services import inbox_sql
 from integrations.services.inbox import PROCESS_TASK
-from integrations.services.inbox_sql import event_insert
+from integrations.services.inbox_sql import event_values_insert
 from integrations.tests.conftest import Post, load_fixture
 from paypilot.db import OVERRIDE_TABLE, append_only_override
 from paypilot.models import Tenant
@@ -52,6 +52,16 @@ def _delivery(event_id: str) -> dict[str, Any]:
     payload = load_fixture("stripe", "invoice_payment_failed")
     payload["id"] = event_id
     return payload
+
+
+def _signed_post(client: Client, event_id: str) -> Any:
+    """A delivery signed like Stripe's, through `client`."""
+    from integrations.providers.stripe import sign
+    from integrations.tests.conftest import STRIPE_SECRET, body_of
+
+    body = body_of(_delivery(event_id))
+    return client.post("/t/acme/webhooks/stripe", data=body, content_type="application/json",
+                       headers={"Stripe-Signature": sign(body=body, secret=STRIPE_SECRET)})
 
 
 def _statements(captured: CaptureQueriesContext) -> list[str]:
@@ -98,15 +108,15 @@ def test_a_duplicate_is_answered_from_the_stored_row_and_queues_nothing(
 
 
 def test_event_insert_skips_the_tenants_duplicate_only(stripe_tenant: Tenant, other_tenant: Tenant) -> None:
-    def event(tenant: Tenant) -> WebhookEvent:
-        return WebhookEvent(tenant=tenant, provider="stripe", event_key="evt_1", event_type="invoice.paid",
-                            body=b"{}", headers={"Stripe-Signature": "t=1,v1=x"}, resource_key="in_1")
+    def event(tenant: Tenant) -> dict[str, Any]:
+        return {"tenant_id": tenant.pk, "provider": "stripe", "event_key": "evt_1", "event_type": "invoice.paid",
+                "body": b"{}", "headers": {"Stripe-Signature": "t=1,v1=x"}, "resource_key": "in_1"}
 
-    first = event(stripe_tenant)
-    pk = event_insert(event=first)
-    assert pk is not None and first.pk == pk
-    assert event_insert(event=event(stripe_tenant)) is None
-    assert event_insert(event=event(other_tenant)) is not None
+    first = event_values_insert(event(stripe_tenant))
+    assert first is not None
+    pk = first[0]
+    assert event_values_insert(event(stripe_tenant)) is None
+    assert event_values_insert(event(other_tenant)) is not None
     stored = WebhookEvent.objects.get(pk=pk)
     assert (bytes(stored.body), stored.headers, stored.status) == (b"{}", {"Stripe-Signature": "t=1,v1=x"}, "received")
 
@@ -114,24 +124,17 @@ def test_event_insert_skips_the_tenants_duplicate_only(stripe_tenant: Tenant, ot
 def test_event_and_queue_row_commit_together(
     committed: None, stripe_tenant: Tenant, monkeypatch: pytest.MonkeyPatch, queued: None
 ) -> None:
-    from integrations.providers.stripe import sign
-    from integrations.tests.conftest import STRIPE_SECRET, body_of
-
     def broken(self: OrmBroker, task: str) -> int:
         raise RuntimeError("queue table unavailable")
 
     working = OrmBroker.enqueue
     monkeypatch.setattr(OrmBroker, "enqueue", broken)
-    body = body_of(_delivery("evt_lost"))
-    response = Client(raise_request_exception=False).post(
-        "/t/acme/webhooks/stripe", data=body, content_type="application/json",
-        headers={"Stripe-Signature": sign(body=body, secret=STRIPE_SECRET)})
+    response = _signed_post(Client(raise_request_exception=False), "evt_lost")
 
     assert response.status_code == 500
     assert not WebhookEvent.objects.exists() and not OrmQ.objects.exists()
     monkeypatch.setattr(OrmBroker, "enqueue", working)  # redelivered: stored and queued
-    retried = Client().post("/t/acme/webhooks/stripe", data=body, content_type="application/json",
-                            headers={"Stripe-Signature": sign(body=body, secret=STRIPE_SECRET)})
+    retried = _signed_post(Client(), "evt_lost")
     assert retried.json()["duplicate"] is False
     assert WebhookEvent.objects.count() == 1 and OrmQ.objects.count() == 1
 
@@ -221,17 +224,11 @@ def test_a_pre_enqueue_receiver_still_sees_the_task(stripe_tenant: Tenant, post_
 def test_a_failure_between_the_event_and_its_task_stores_neither(
     committed: None, stripe_tenant: Tenant, monkeypatch: pytest.MonkeyPatch, queued: None
 ) -> None:
-    from integrations.providers.stripe import sign
-    from integrations.tests.conftest import STRIPE_SECRET, body_of
-
     def broken(obj: Any, compressed: bool = False) -> str:
         raise RuntimeError("signing failed after the event's insert")
 
     monkeypatch.setattr(SignedPackage, "dumps", staticmethod(broken))
-    body = body_of(_delivery("evt_half"))
-    response = Client(raise_request_exception=False).post(
-        "/t/acme/webhooks/stripe", data=body, content_type="application/json",
-        headers={"Stripe-Signature": sign(body=body, secret=STRIPE_SECRET)})
+    response = _signed_post(Client(raise_request_exception=False), "evt_half")
 
     assert response.status_code == 500
     assert not WebhookEvent.objects.exists() and not OrmQ.objects.exists()
@@ -243,14 +240,11 @@ def test_a_queued_task_runs_in_the_clusters_worker(
     from django_q.tasks import _sync  # django-q2's own run of a package through worker() and monitor()
 
     from integrations import handoff
-    from integrations.providers.stripe import sign
-    from integrations.tests.conftest import STRIPE_SECRET, HandoffRecorder, body_of
+    from integrations.tests.conftest import HandoffRecorder
 
     recovery = HandoffRecorder()
     monkeypatch.setattr(handoff, "recovery_start", recovery)
-    body = body_of(_delivery("evt_for_the_worker"))
-    event_id = Client().post("/t/acme/webhooks/stripe", data=body, content_type="application/json",
-                             headers={"Stripe-Signature": sign(body=body, secret=STRIPE_SECRET)}).json()["event"]
+    event_id = _signed_post(Client(), "evt_for_the_worker").json()["event"]
     assert WebhookEvent.objects.get(pk=event_id).status == WebhookEvent.Status.RECEIVED
 
     _sync(OrmQ.objects.get().payload)
